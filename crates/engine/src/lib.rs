@@ -1,0 +1,30 @@
+//! The in-memory item store behind every sqlcached front end.
+//!
+//! Data flows one way: a protocol front end parses a request, calls one of the
+//! operations in [`ops`] on an [`Engine`], and composes the reply from what the
+//! operation returns. The engine never sees protocol bytes.
+//!
+//! - [`Engine`] ([`store`]): the key space split into shards, each behind its own lock,
+//!   so there is no global lock on the get/set path.
+//! - [`shard`]: one shard: a hash table of slots plus the eviction queues.
+//! - [`eviction`]: S3-FIFO, a scan-resistant policy: new items enter a small probation
+//!   queue and only items that are used again reach the main queue.
+//! - [`clock`]: memcached's relative clock and its TTL rules.
+//! - [`item`]: the stored item and its memory cost.
+//! - [`tier`]: the trait a storage tier below memory implements.
+//! - [`stats`]: counters with memcached's names.
+
+pub mod clock;
+pub mod config;
+pub mod eviction;
+pub mod item;
+pub mod ops;
+pub mod shard;
+pub mod stats;
+pub mod store;
+pub mod tier;
+
+pub use clock::Clock;
+pub use config::EngineConfig;
+pub use item::Item;
+pub use store::{Access, Engine};

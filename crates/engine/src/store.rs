@@ -1,0 +1,412 @@
+//! The [`Engine`]: shards behind their own locks, a global memory bound, CAS, flush.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::clock::Clock;
+use crate::config::EngineConfig;
+use crate::item::{Item, FETCHED, ITEM_UPDATE_INTERVAL};
+use crate::shard::{KeyHasher, Shard};
+use crate::stats::{EngineStats, ShardStats};
+use crate::tier::{Tier, TierItem};
+
+/// Pads a shard lock to its own cache line so shards do not false-share.
+#[repr(align(64))]
+struct Padded(Mutex<Shard>);
+
+/// The in-memory store: many shards, one memory budget.
+pub struct Engine {
+    shards: Box<[Padded]>,
+    mask: usize,
+    hasher: KeyHasher,
+    cfg: EngineConfig,
+    clock: Clock,
+    mem_used: AtomicUsize,
+    mem_limit: AtomicUsize,
+    cas: AtomicU64,
+    /// Delayed `flush_all`: items stored before this relative time die once it passes.
+    flush_at: AtomicU32,
+    cmd_flush: AtomicU64,
+    tier: Option<Arc<dyn Tier>>,
+}
+
+/// Why a lookup found nothing usable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// The key is not there.
+    Absent,
+    /// The key was there but its TTL had run out.
+    Expired,
+    /// The key was there but `flush_all` invalidated it.
+    Flushed,
+}
+
+/// Storing failed for lack of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory;
+
+impl Engine {
+    /// An engine with its own clock thread.
+    pub fn new(cfg: EngineConfig) -> Engine {
+        Engine::with_clock(cfg, Clock::start())
+    }
+
+    /// An engine driven by the given clock.
+    pub fn with_clock(cfg: EngineConfig, clock: Clock) -> Engine {
+        let n = cfg.shards.max(1).next_power_of_two();
+        let limit = cfg.memory_limit;
+        let hasher = KeyHasher::default();
+        let shards = (0..n).map(|_| Padded(Mutex::new(Shard::new(hasher.clone())))).collect();
+        Engine {
+            shards,
+            mask: n - 1,
+            hasher,
+            cfg,
+            clock,
+            mem_used: AtomicUsize::new(0),
+            mem_limit: AtomicUsize::new(limit),
+            cas: AtomicU64::new(0),
+            flush_at: AtomicU32::new(0),
+            cmd_flush: AtomicU64::new(0),
+            tier: None,
+        }
+    }
+
+    /// Put a storage tier below memory.
+    pub fn set_tier(&mut self, tier: Arc<dyn Tier>) {
+        self.tier = Some(tier);
+    }
+
+    /// The engine's settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Lock the shard that owns `key` and work on that key.
+    #[inline]
+    pub fn access<'a>(&'a self, key: &'a [u8]) -> Access<'a> {
+        let hash = self.hasher.hash_one(key);
+        let shard = self.shards[(hash >> 32) as usize & self.mask].0.lock();
+        Access { engine: self, shard, hash, key, now: self.clock.now(), slot: None }
+    }
+
+    /// A fresh CAS unique.
+    #[inline]
+    fn next_cas(&self) -> u64 {
+        self.cas.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// `flush_all`: with no delay drop everything now; with a delay (a client exptime),
+    /// invalidate everything stored before that time once it arrives.
+    pub fn flush_all(&self, delay: i64) {
+        self.cmd_flush.fetch_add(1, Ordering::Relaxed);
+        if delay > 0 {
+            self.flush_at.store(self.clock.realtime(delay), Ordering::Relaxed);
+            return;
+        }
+        self.flush_at.store(0, Ordering::Relaxed);
+        for s in self.shards.iter() {
+            let mut s = s.0.lock();
+            let freed = s.clear();
+            self.mem_used.fetch_sub(freed, Ordering::Relaxed);
+        }
+        if let Some(t) = &self.tier {
+            t.flush();
+        }
+    }
+
+    /// Sum the counters of every shard.
+    pub fn stats(&self) -> EngineStats {
+        let mut items = ShardStats::default();
+        for s in self.shards.iter() {
+            items += &s.0.lock().stats;
+        }
+        EngineStats {
+            items,
+            bytes: self.mem_used.load(Ordering::Relaxed),
+            limit_maxbytes: self.memory_limit(),
+            cmd_flush: self.cmd_flush.load(Ordering::Relaxed),
+        }
+    }
+
+    /// `stats reset`: zero the counters.
+    pub fn reset_stats(&self) {
+        for s in self.shards.iter() {
+            s.0.lock().stats.reset();
+        }
+        self.cmd_flush.store(0, Ordering::Relaxed);
+    }
+
+    /// The memory bound in bytes.
+    pub fn memory_limit(&self) -> usize {
+        self.mem_limit.load(Ordering::Relaxed)
+    }
+
+    /// Change the memory bound (`cache_memlimit`); a lower bound is reached by evicting
+    /// on the next stores.
+    pub fn set_memory_limit(&self, bytes: usize) {
+        self.mem_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Visit every live item, one shard lock at a time (for statistics).
+    pub fn for_each_item(&self, mut f: impl FnMut(&Item)) {
+        let now = self.clock.now();
+        for s in self.shards.iter() {
+            s.0.lock().for_each(|it| {
+                if !it.is_expired(now) {
+                    f(it)
+                }
+            });
+        }
+    }
+
+    /// Bytes of item memory in use.
+    pub fn mem_used(&self) -> usize {
+        self.mem_used.load(Ordering::Relaxed)
+    }
+
+    /// Try to free `need` bytes from shards other than `own` (never blocks on their locks).
+    fn evict_elsewhere(&self, own: usize, need: usize, now: u32) -> bool {
+        let n = self.shards.len();
+        let mut freed = 0;
+        for step in 1..n {
+            let i = (own + step) & self.mask;
+            if let Some(mut s) = self.shards[i].0.try_lock() {
+                while freed < need {
+                    match s.evict_one(now) {
+                        Some(b) => {
+                            self.mem_used.fetch_sub(b, Ordering::Relaxed);
+                            freed += b;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if freed >= need {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Exclusive access to one key while its shard is locked.
+///
+/// Every operation in [`crate::ops`] is built from these few primitives, so memory
+/// accounting, expiry and flush rules live in one place.
+pub struct Access<'a> {
+    engine: &'a Engine,
+    shard: MutexGuard<'a, Shard>,
+    hash: u64,
+    key: &'a [u8],
+    now: u32,
+    slot: Option<u32>,
+}
+
+impl<'a> Access<'a> {
+    /// The key being accessed.
+    pub fn key(&self) -> &'a [u8] {
+        self.key
+    }
+
+    /// Relative time of this access.
+    pub fn now(&self) -> u32 {
+        self.now
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &'a Engine {
+        self.engine
+    }
+
+    /// This shard's counters.
+    pub fn stats(&mut self) -> &mut ShardStats {
+        &mut self.shard.stats
+    }
+
+    /// Find the live item, dropping it first if it has expired or was flushed.
+    pub fn lookup(&mut self) -> Result<&mut Item, Miss> {
+        let idx = match self.slot {
+            Some(i) => i,
+            None => match self.shard.find(self.hash, self.key) {
+                Some(i) => i,
+                None => return self.miss_from_tier(),
+            },
+        };
+        let it = self.shard.get(idx);
+        let flush_at = self.engine.flush_at.load(Ordering::Relaxed);
+        let dead = if flush_at != 0 && flush_at <= self.now && it.stored < flush_at {
+            Some(Miss::Flushed)
+        } else if it.is_expired(self.now) {
+            Some(Miss::Expired)
+        } else {
+            None
+        };
+        if let Some(why) = dead {
+            let freed = self.shard.remove(self.hash, idx);
+            self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
+            self.slot = None;
+            if let Some(t) = &self.engine.tier {
+                t.delete(self.key);
+            }
+            return Err(why);
+        }
+        self.slot = Some(idx);
+        Ok(self.shard.get_mut(idx))
+    }
+
+    /// On a memory miss, ask the tier below and bring a hit back into memory.
+    fn miss_from_tier(&mut self) -> Result<&mut Item, Miss> {
+        let Some(tier) = self.engine.tier.clone() else {
+            return Err(Miss::Absent);
+        };
+        let Some(ti) = tier.get(self.key) else {
+            return Err(Miss::Absent);
+        };
+        let clock = &self.engine.clock;
+        let exptime = if ti.exptime_unix == 0 { 0 } else { clock.realtime(ti.exptime_unix) };
+        let mut item = Item::new(self.key, &[&ti.value], ti.flags, exptime, self.now);
+        if item.is_expired(self.now) {
+            tier.delete(self.key);
+            return Err(Miss::Expired);
+        }
+        item.cas = ti.cas;
+        self.shard.stats.tier_hits += 1;
+        let idx = self.link(item, false).map_err(|_| Miss::Absent)?;
+        Ok(self.shard.get_mut(idx))
+    }
+
+    /// Mark the live item as read: feeds the eviction policy, sets `FETCHED`, and
+    /// refreshes the access time as memcached's `do_item_bump` (at most once a minute).
+    pub fn bump(&mut self) {
+        if let Some(idx) = self.slot {
+            self.shard.touch(idx);
+            let now = self.now;
+            let it = self.shard.get_mut(idx);
+            if it.atime < now.saturating_sub(ITEM_UPDATE_INTERVAL) {
+                it.atime = now;
+            }
+            it.bits |= FETCHED;
+        }
+    }
+
+    /// Remove the item (live or not); returns whether there was one.
+    pub fn remove(&mut self) -> bool {
+        let idx = match self.slot.take() {
+            Some(i) => Some(i),
+            None => self.shard.find(self.hash, self.key),
+        };
+        let Some(idx) = idx else { return false };
+        let freed = self.shard.remove(self.hash, idx);
+        self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
+        if let Some(t) = &self.engine.tier {
+            t.delete(self.key);
+        }
+        true
+    }
+
+    /// Store `item` under this key, replacing any previous one, with a fresh CAS unique.
+    /// Returns the new CAS unique.
+    pub fn store(&mut self, mut item: Item) -> Result<u64, OutOfMemory> {
+        debug_assert_eq!(item.key(), self.key);
+        item.cas = self.engine.next_cas();
+        let cas = item.cas;
+        let idx = self.link(item, true)?;
+        if let Some(t) = &self.engine.tier {
+            let it = self.shard.get(idx);
+            t.put(self.key, &tier_item(self.engine, it));
+        }
+        Ok(cas)
+    }
+
+    /// Persist an in-place change to the live item (TTL, value) to the tier below.
+    pub fn changed(&mut self) {
+        if let (Some(t), Some(idx)) = (&self.engine.tier, self.slot) {
+            let it = self.shard.get(idx);
+            t.put(self.key, &tier_item(self.engine, it));
+        }
+    }
+
+    /// Hand out a fresh CAS unique for an in-place change of the live item.
+    pub fn new_cas(&mut self) -> u64 {
+        let cas = self.engine.next_cas();
+        if let Some(idx) = self.slot {
+            self.shard.get_mut(idx).cas = cas;
+        }
+        cas
+    }
+
+    /// Link `item` into the shard, making room first; replaces any existing item.
+    fn link(&mut self, item: Item, count_fail: bool) -> Result<u32, OutOfMemory> {
+        let engine = self.engine;
+        let cost = item.cost();
+        let limit = engine.memory_limit();
+        let mut existing = self.slot.take().or_else(|| self.shard.find(self.hash, self.key));
+        // Make room: this shard first, then others, unless evictions are off.
+        loop {
+            let old_cost = existing.map(|i| self.shard.get(i).cost()).unwrap_or(0);
+            let used = engine.mem_used.load(Ordering::Relaxed);
+            if cost <= limit && used + cost <= limit + old_cost {
+                break;
+            }
+            let need = (used + cost).saturating_sub(limit + old_cost);
+            let own_evictable = self.shard.len() > existing.is_some() as usize;
+            let made_room = cost <= limit
+                && engine.cfg.evict
+                && if own_evictable {
+                    match self.shard.evict_one(self.now) {
+                        Some(b) => {
+                            engine.mem_used.fetch_sub(b, Ordering::Relaxed);
+                            // The victim may have been our own old item.
+                            existing = self.shard.find(self.hash, self.key);
+                            true
+                        }
+                        None => false,
+                    }
+                } else {
+                    let own = (self.hash >> 32) as usize & engine.mask;
+                    engine.evict_elsewhere(own, need, self.now)
+                };
+            if !made_room {
+                if count_fail {
+                    self.shard.stats.store_no_memory += 1;
+                }
+                return Err(OutOfMemory);
+            }
+        }
+        engine.mem_used.fetch_add(cost, Ordering::Relaxed);
+        let idx = match existing {
+            Some(i) => {
+                let (old, _) = self.shard.replace(self.hash, i, item);
+                engine.mem_used.fetch_sub(old, Ordering::Relaxed);
+                i
+            }
+            None => self.shard.insert(self.hash, item),
+        };
+        self.slot = Some(idx);
+        Ok(idx)
+    }
+}
+
+/// The tier's view of an item.
+fn tier_item(engine: &Engine, it: &Item) -> TierItem {
+    TierItem {
+        value: it.value().to_vec(),
+        flags: it.flags,
+        exptime_unix: engine.clock.to_unix(it.exptime),
+        cas: it.cas,
+    }
+}

@@ -1,0 +1,309 @@
+//! Command-line settings, with memcached 1.6.18's flags and meanings.
+//!
+//! Flags that only tune memcached's slab allocator or LRU threads (`-f`, `-n`, `-L`,
+//! `-o slab_*`, `-o hot_lru_pct`, ...) are accepted and ignored: sqlcached has no slab
+//! allocator. Features sqlcached does not have (SASL, TLS, daemon mode, ...) are refused
+//! with a message rather than silently ignored.
+
+use std::fmt;
+
+/// Which protocols a connection may speak (`-B`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Pick per connection from the first byte.
+    Auto,
+    /// Text and meta only.
+    Ascii,
+    /// Binary only.
+    Binary,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Auto => "auto-negotiate",
+            Protocol::Ascii => "ascii",
+            Protocol::Binary => "binary",
+        })
+    }
+}
+
+/// Everything the server was started with.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TCP port (`-p`), 0 to disable TCP.
+    pub port: u16,
+    /// UDP port (`-U`), 0 for off.
+    pub udp_port: u16,
+    /// Interfaces to listen on (`-l`, comma separated or repeated); empty for all.
+    pub listen: Vec<String>,
+    /// Unix socket path (`-s`); disables network listeners.
+    pub unix_socket: Option<String>,
+    /// Unix socket permissions (`-a`, octal).
+    pub unix_mask: u32,
+    /// Allow the `shutdown` command (`-A`).
+    pub enable_shutdown: bool,
+    /// Item memory in bytes (`-m`, megabytes).
+    pub memory_limit: usize,
+    /// Refuse stores instead of evicting (`-M`).
+    pub disable_evictions: bool,
+    /// Connection limit (`-c`).
+    pub max_connections: usize,
+    /// Verbosity (`-v`, `-vv`, `-vvv`).
+    pub verbose: u32,
+    /// Worker threads (`-t`).
+    pub threads: usize,
+    /// Requests handled per connection before yielding (`-R`).
+    pub reqs_per_event: usize,
+    /// CAS disabled (`-C`).
+    pub disable_cas: bool,
+    /// Listen backlog (`-b`).
+    pub backlog: i32,
+    /// Protocols accepted (`-B`).
+    pub protocol: Protocol,
+    /// Largest item (`-I`).
+    pub item_size_max: usize,
+    /// `flush_all` refused (`-F`).
+    pub disable_flush_all: bool,
+    /// Prefix delimiter for `stats detail` (`-D`).
+    pub prefix_delimiter: char,
+    /// Pid file (`-P`).
+    pub pidfile: Option<String>,
+    /// User to run as when started as root (`-u`).
+    pub user: Option<String>,
+    /// Close connections idle for this many seconds (`-o idle_timeout`), 0 for never.
+    pub idle_timeout: u64,
+    /// Lock all memory (`-k`).
+    pub lock_memory: bool,
+    /// Raise the core file limit (`-r`).
+    pub enable_coredumps: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            port: 11211,
+            udp_port: 0,
+            listen: Vec::new(),
+            unix_socket: None,
+            unix_mask: 0o700,
+            enable_shutdown: false,
+            memory_limit: 64 * 1024 * 1024,
+            disable_evictions: false,
+            max_connections: 1024,
+            verbose: 0,
+            threads: 4,
+            reqs_per_event: 20,
+            disable_cas: false,
+            backlog: 1024,
+            protocol: Protocol::Auto,
+            item_size_max: 1024 * 1024,
+            disable_flush_all: false,
+            prefix_delimiter: ':',
+            pidfile: None,
+            user: None,
+            idle_timeout: 0,
+            lock_memory: false,
+            enable_coredumps: false,
+        }
+    }
+}
+
+/// What the command line asks for.
+pub enum Action {
+    /// Run the server.
+    Run(Box<Config>),
+    /// Print this and exit 0 (`-h`, `-V`, `-i`).
+    Print(String),
+}
+
+/// Parse a size with an optional k/m/g suffix, as memcached's `-I`.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1024),
+        'm' | 'M' => (&s[..s.len() - 1], 1024 * 1024),
+        'g' | 'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
+fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.trim().parse().map_err(|_| format!("Invalid value for {flag}: '{v}'"))
+}
+
+/// Options of `-o` that only tune memcached internals sqlcached does not have.
+const NOOP_EXTENDED: &[&str] = &[
+    "maxconns_fast", "no_maxconns_fast", "hashpower", "tail_repair_time", "hash_algorithm",
+    "lru_crawler", "no_lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl",
+    "read_buf_mem_limit", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct", "warm_lru_pct",
+    "hot_max_factor", "warm_max_factor", "temporary_ttl", "slab_chunk_max", "slab_reassign",
+    "slab_automove", "slab_automove_ratio", "slab_automove_window", "slab_automove_freeratio",
+    "modern", "no_modern", "track_sizes", "watcher_logbuf_size", "worker_logbuf_size",
+    "no_hashexpand", "inline_ascii_response", "no_inline_ascii_response", "sock_cookie_id",
+    "lru_segmented", "no_lru_segmented", "large_memory_pages", "drop_privileges",
+    "no_drop_privileges", "num_napi_ids",
+];
+
+impl Config {
+    /// Parse `argv` (without the program name).
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Action, String> {
+        use lexopt::prelude::*;
+        let mut c = Config::default();
+        let mut p = lexopt::Parser::from_args(args);
+        let mut item_size_set = false;
+        while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+            let val = |p: &mut lexopt::Parser| -> Result<String, String> {
+                p.value().map_err(|e| e.to_string())?.into_string().map_err(|_| "invalid UTF-8".to_string())
+            };
+            match arg {
+                Short('p') | Long("port") => c.port = num("-p", &val(&mut p)?)?,
+                Short('U') | Long("udp-port") => c.udp_port = num("-U", &val(&mut p)?)?,
+                Short('s') | Long("unix-socket") => c.unix_socket = Some(val(&mut p)?),
+                Short('a') | Long("unix-mask") => {
+                    let v = val(&mut p)?;
+                    c.unix_mask = u32::from_str_radix(&v, 8).map_err(|_| format!("Invalid value for -a: '{v}'"))?;
+                }
+                Short('A') | Long("enable-shutdown") => c.enable_shutdown = true,
+                Short('l') | Long("listen") => {
+                    for a in val(&mut p)?.split(',') {
+                        c.listen.push(a.trim().to_string());
+                    }
+                }
+                Short('m') | Long("memory-limit") => {
+                    let v = val(&mut p)?;
+                    let mb: usize = match v.chars().last() {
+                        Some('k' | 'K' | 'm' | 'M' | 'g' | 'G') => {
+                            parse_size(&v).ok_or(format!("Invalid value for -m: '{v}'"))? / (1024 * 1024)
+                        }
+                        _ => num("-m", &v)?,
+                    };
+                    c.memory_limit = mb * 1024 * 1024;
+                }
+                Short('M') | Long("disable-evictions") => c.disable_evictions = true,
+                Short('c') | Long("conn-limit") => c.max_connections = num("-c", &val(&mut p)?)?,
+                Short('v') => c.verbose += 1,
+                Long("verbose") => c.verbose += 1,
+                Short('h') | Long("help") => return Ok(Action::Print(usage())),
+                Short('V') | Long("version") => {
+                    return Ok(Action::Print(format!("sqlcached {} (memcached 1.6.18 compatible)\n", env!("CARGO_PKG_VERSION"))))
+                }
+                Short('i') | Long("license") => return Ok(Action::Print(LICENSE.to_string())),
+                Short('t') | Long("threads") => {
+                    c.threads = num("-t", &val(&mut p)?)?;
+                    if c.threads == 0 {
+                        return Err("Number of threads must be greater than 0".into());
+                    }
+                }
+                Short('R') | Long("max-reqs-per-event") => {
+                    c.reqs_per_event = num("-R", &val(&mut p)?)?;
+                    if c.reqs_per_event == 0 {
+                        return Err("Number of requests per event must be greater than 0".into());
+                    }
+                }
+                Short('C') | Long("disable-cas") => c.disable_cas = true,
+                Short('b') | Long("listen-backlog") => c.backlog = num("-b", &val(&mut p)?)?,
+                Short('B') | Long("protocol") => {
+                    c.protocol = match val(&mut p)?.as_str() {
+                        "auto" => Protocol::Auto,
+                        "ascii" => Protocol::Ascii,
+                        "binary" => Protocol::Binary,
+                        other => return Err(format!("Invalid value for binding protocol: {other}\n -- should be one of auto, binary, or ascii")),
+                    }
+                }
+                Short('I') | Long("max-item-size") => {
+                    let v = val(&mut p)?;
+                    c.item_size_max = parse_size(&v).ok_or(format!("Invalid value for -I: '{v}'"))?;
+                    item_size_set = true;
+                }
+                Short('F') | Long("disable-flush-all") => c.disable_flush_all = true,
+                Short('D') => {
+                    let v = val(&mut p)?;
+                    c.prefix_delimiter = v.chars().next().ok_or("-D needs a character")?;
+                }
+                Short('P') | Long("pidfile") => c.pidfile = Some(val(&mut p)?),
+                Short('u') | Long("user") => c.user = Some(val(&mut p)?),
+                Short('k') | Long("lock-memory") => c.lock_memory = true,
+                Short('r') | Long("enable-coredumps") => c.enable_coredumps = true,
+                // Slab allocator and LRU tuning: memcached-only internals.
+                Short('f') | Long("slab-growth-factor") | Short('n') | Long("slab-min-size") => {
+                    val(&mut p)?;
+                }
+                Short('L') | Long("enable-largepages") | Short('X') | Long("disable-dumping") | Short('W')
+                | Long("disable-watch") => {}
+                Short('o') | Long("extended") => {
+                    for opt in val(&mut p)?.split(',') {
+                        let (name, value) = opt.split_once('=').unwrap_or((opt, ""));
+                        match name.trim() {
+                            "idle_timeout" => c.idle_timeout = num("idle_timeout", value)?,
+                            n if NOOP_EXTENDED.contains(&n) => {}
+                            n => return Err(format!("Illegal suboption \"{n}\"")),
+                        }
+                    }
+                }
+                Short('d') | Long("daemon") => {
+                    return Err("-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)".into())
+                }
+                Short('S') | Long("enable-sasl") => return Err("-S: SASL authentication is not supported by sqlcached".into()),
+                Short('Y') | Long("auth-file") => return Err("-Y: ASCII authentication is not supported by sqlcached".into()),
+                Short('Z') | Long("enable-ssl") => return Err("-Z: TLS is not supported by sqlcached".into()),
+                Short('e') | Long("memory-file") => return Err("-e: memory files are not supported by sqlcached".into()),
+                _ => return Err(arg.unexpected().to_string()),
+            }
+        }
+        if !item_size_set {
+            c.item_size_max = 1024 * 1024;
+        }
+        if c.item_size_max < 1024 {
+            return Err("Item max size cannot be less than 1024 bytes.".into());
+        }
+        if c.item_size_max > c.memory_limit / 2 {
+            return Err("Cannot set item size limit higher than 1/2 of memory max.".into());
+        }
+        if c.item_size_max > 1024 * 1024 * 1024 {
+            return Err("Cannot set item size limit higher than a gigabyte.".into());
+        }
+        Ok(Action::Run(Box::new(c)))
+    }
+}
+
+fn usage() -> String {
+    format!(
+        "sqlcached {} (memcached 1.6.18 compatible)\n{}",
+        env!("CARGO_PKG_VERSION"),
+        r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
+-U, --udp-port=<num>      UDP port to listen on (default: 0, off)
+-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)
+-a, --unix-mask=<mask>    access mask for UNIX socket, in octal (default: 700)
+-A, --enable-shutdown     enable ascii "shutdown" command
+-l, --listen=<addr>       interface to listen on (default: all)
+-u, --user=<user>         assume identity of <username> (only when run as root)
+-m, --memory-limit=<num>  item memory in megabytes (default: 64)
+-M, --disable-evictions   return error on memory exhausted instead of evicting
+-c, --conn-limit=<num>    max simultaneous connections (default: 1024)
+-k, --lock-memory         lock down all paged memory
+-v, --verbose             verbose (print errors/warnings while in event loop)
+-vv                       very verbose (also print client commands/responses)
+-h, --help                print this help and exit
+-i, --license             print the license and exit
+-V, --version             print version and exit
+-P, --pidfile=<file>      save PID in <file>
+-r, --enable-coredumps    maximize core file limit
+-t, --threads=<num>       number of worker threads to use (default: 4)
+-R, --max-reqs-per-event  requests handled per connection before yielding (default: 20)
+-C, --disable-cas         disable use of CAS
+-b, --listen-backlog=<num> set the backlog queue limit (default: 1024)
+-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto)
+-I, --max-item-size=<num> adjusts max item size (default: 1m, min: 1k, max: 1024m)
+-F, --disable-flush-all   disable flush_all command
+-D <char>                 delimiter between key prefixes and IDs for 'stats detail'
+-o, --extended            comma separated list of extended options:
+   - idle_timeout:        timeout for idle connections (default: 0, no timeout)
+   memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
+   slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
+"#
+    )
+}
+
+const LICENSE: &str = "sqlcached is licensed under the Apache License, Version 2.0.\n";

@@ -1,0 +1,111 @@
+//! One client connection: read, run every complete request, write the replies in one
+//! go, repeat. The first byte picks the protocol (0x80 = binary), as in memcached.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::binary::{self, BinaryState};
+use crate::config::Protocol;
+use crate::ctx::{Ctx, Flow};
+use crate::shared::{ConnInfo, Shared, WorkerStats};
+use crate::text::{self, TextState};
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 16 * 1024;
+/// Replies are written out once this much is pending, even mid-batch.
+const WRITE_HIGH_WATER: usize = 256 * 1024;
+
+enum Proto {
+    Text(TextState),
+    Binary(BinaryState),
+}
+
+/// Serve one connection until the client leaves, asks to quit, or breaks the protocol.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut sock: S,
+    shared: Arc<Shared>,
+    worker: Arc<WorkerStats>,
+    info: Arc<ConnInfo>,
+) {
+    let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
+    let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut proto = match shared.cfg.protocol {
+        Protocol::Ascii => Some(Proto::Text(TextState::default())),
+        Protocol::Binary => Some(Proto::Binary(BinaryState::default())),
+        Protocol::Auto => None,
+    };
+    let idle = shared.cfg.idle_timeout;
+    let per_event = shared.cfg.reqs_per_event;
+    loop {
+        if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        let read = sock.read_buf(&mut rbuf);
+        let n = if idle > 0 {
+            match tokio::time::timeout(Duration::from_secs(idle), read).await {
+                Ok(r) => r,
+                Err(_) => break,
+            }
+        } else {
+            read.await
+        };
+        let n = match n {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        worker.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        info.last_cmd.store(shared.engine.clock().now(), Ordering::Relaxed);
+        let p = proto.get_or_insert_with(|| {
+            if rbuf[0] == protocol_memcache::binary::REQUEST_MAGIC {
+                Proto::Binary(BinaryState::default())
+            } else {
+                Proto::Text(TextState::default())
+            }
+        });
+        // Run what is buffered, yielding every `-R` requests like memcached does.
+        let mut start = 0;
+        let flow = loop {
+            let mut budget = per_event;
+            let (used, flow) = match p {
+                Proto::Text(st) => text::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
+                Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
+            };
+            start += used;
+            if flow != Flow::Continue || budget > 0 {
+                break flow;
+            }
+            worker.conn_yields.fetch_add(1, Ordering::Relaxed);
+            if out.len() >= WRITE_HIGH_WATER || !out.is_empty() {
+                if write(&mut sock, &mut out, &worker).await.is_err() {
+                    return;
+                }
+            }
+            tokio::task::yield_now().await;
+        };
+        rbuf.drain(..start);
+        if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
+            break;
+        }
+        if flow == Flow::Close {
+            break;
+        }
+        if rbuf.capacity() > 4 * READ_CHUNK && rbuf.len() < READ_CHUNK {
+            rbuf.shrink_to(READ_CHUNK);
+        }
+        if out.capacity() > 4 * WRITE_HIGH_WATER {
+            out.shrink_to(READ_CHUNK);
+        }
+    }
+    let _ = sock.shutdown().await;
+}
+
+async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {
+    sock.write_all(out).await?;
+    worker.bytes_written.fetch_add(out.len() as u64, Ordering::Relaxed);
+    out.clear();
+    Ok(())
+}

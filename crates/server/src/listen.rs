@@ -1,0 +1,104 @@
+//! Listening sockets (`-l`, `-p`, `-s`, `-U`) and the accept loops that enforce `-c`.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use socket2::{Domain, Socket, Type};
+
+use crate::shared::Shared;
+use crate::workers::{Incoming, Workers};
+
+/// The addresses to listen on for TCP or UDP: each `-l` entry (`host`, `host:port`,
+/// `[v6]:port`), or all interfaces.
+pub fn addresses(listen: &[String], port: u16) -> std::io::Result<Vec<SocketAddr>> {
+    let mut out = Vec::new();
+    let specs: Vec<String> = if listen.is_empty() { vec!["0.0.0.0".into()] } else { listen.to_vec() };
+    for spec in specs {
+        let with_port = if spec.starts_with('[') {
+            if spec.contains("]:") { spec.clone() } else { format!("{spec}:{port}") }
+        } else if spec.matches(':').count() == 1 {
+            spec.clone()
+        } else if spec.contains(':') {
+            format!("[{spec}]:{port}")
+        } else {
+            format!("{spec}:{port}")
+        };
+        out.extend(with_port.to_socket_addrs()?);
+    }
+    Ok(out)
+}
+
+/// Bind a TCP listener with SO_REUSEADDR and the `-b` backlog.
+pub fn bind_tcp(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.bind(&addr.into())?;
+    s.listen(backlog)?;
+    Ok(s.into())
+}
+
+/// Bind the Unix socket (`-s`) with the `-a` permissions.
+pub fn bind_unix(path: &str, mask: u32) -> std::io::Result<UnixListener> {
+    let _ = std::fs::remove_file(path);
+    let l = UnixListener::bind(path)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mask))?;
+    Ok(l)
+}
+
+/// Refuse a connection over `-c` the way memcached does (`maxconns_fast`).
+fn over_limit(shared: &Shared) -> bool {
+    if shared.curr_connections.load(Ordering::Relaxed) >= shared.cfg.max_connections {
+        shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        return true;
+    }
+    shared.curr_connections.fetch_add(1, Ordering::Relaxed);
+    shared.total_connections.fetch_add(1, Ordering::Relaxed);
+    false
+}
+
+const TOO_MANY: &[u8] = b"ERROR Too many open connections\r\n";
+
+/// Accept TCP connections forever on this thread.
+pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
+    let local = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default();
+    loop {
+        match l.accept() {
+            Ok((mut s, peer)) => {
+                if over_limit(&shared) {
+                    let _ = s.write_all(TOO_MANY);
+                    continue;
+                }
+                workers.dispatch(&shared, Incoming::Tcp(s), format!("tcp:{peer}"), local.clone());
+            }
+            Err(e) => {
+                if shared.verbose() > 0 {
+                    eprintln!("accept(): {e}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Accept Unix-socket connections forever on this thread.
+pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: Arc<Workers>) {
+    loop {
+        match l.accept() {
+            Ok((mut s, _)) => {
+                if over_limit(&shared) {
+                    let _ = s.write_all(TOO_MANY);
+                    continue;
+                }
+                workers.dispatch(&shared, Incoming::Unix(s), format!("unix:{path}"), format!("unix:{path}"));
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! `sqlcached`: a drop-in memcached server.
+//!
+//! Data flows one way: socket ([`listen`], [`workers`], [`conn`]) → protocol front end
+//! ([`text`], [`meta`], [`binary`]) → engine operations (`engine::ops`) → the sharded
+//! in-memory store (and, below it, a storage tier).
+
+mod binary;
+mod config;
+mod conn;
+mod ctx;
+mod listen;
+mod meta;
+mod shared;
+mod slab;
+mod stats;
+mod text;
+mod udp;
+mod workers;
+
+use std::sync::Arc;
+
+use engine::{Engine, EngineConfig};
+
+use crate::config::{Action, Config};
+use crate::shared::Shared;
+use crate::workers::Workers;
+
+/// memcached's exit code for bad usage (`EX_USAGE`).
+const EX_USAGE: i32 = 64;
+
+fn main() {
+    let cfg = match Config::from_args(std::env::args().skip(1)) {
+        Ok(Action::Run(c)) => *c,
+        Ok(Action::Print(text)) => {
+            print!("{text}");
+            return;
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(EX_USAGE);
+        }
+    };
+    if let Err(e) = run(cfg) {
+        eprintln!("failed to start: {e}");
+        std::process::exit(71);
+    }
+}
+
+fn run(cfg: Config) -> std::io::Result<()> {
+    block_signals();
+    unix::apply_process_options(&cfg)?;
+    let engine = Engine::new(EngineConfig {
+        memory_limit: cfg.memory_limit,
+        item_size_max: cfg.item_size_max,
+        evict: !cfg.disable_evictions,
+        use_cas: !cfg.disable_cas,
+        shards: (cfg.threads * 32).max(64),
+    });
+    let shared = Arc::new(Shared::new(cfg.clone(), engine));
+    let (tx, rx) = std::sync::mpsc::channel();
+    *shared.shutdown.lock() = Some(tx.clone());
+    let workers = Arc::new(Workers::start(&shared)?);
+
+    // Bind everything before dropping privileges.
+    let mut threads = Vec::new();
+    if let Some(path) = &cfg.unix_socket {
+        let l = listen::bind_unix(path, cfg.unix_mask)?;
+        let (s, w, p) = (shared.clone(), workers.clone(), path.clone());
+        threads.push(std::thread::Builder::new().name("accept-unix".into()).spawn(move || listen::accept_unix(l, p, s, w))?);
+    } else {
+        if cfg.port != 0 {
+            for addr in listen::addresses(&cfg.listen, cfg.port)? {
+                let l = listen::bind_tcp(addr, cfg.backlog)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
+                let (s, w) = (shared.clone(), workers.clone());
+                threads.push(std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?);
+            }
+        }
+        if cfg.udp_port != 0 {
+            for addr in listen::addresses(&cfg.listen, cfg.udp_port)? {
+                let sock = std::net::UdpSocket::bind(addr)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}")))?;
+                let (s, w) = (shared.clone(), shared.workers[0].clone());
+                threads.push(std::thread::Builder::new().name("udp".into()).spawn(move || udp::serve(sock, s, w))?);
+            }
+        }
+    }
+    unix::drop_privileges(&cfg)?;
+    if let Some(pidfile) = &cfg.pidfile {
+        std::fs::write(pidfile, format!("{}\n", std::process::id()))?;
+    }
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        unix::wait_for_signal();
+        let _ = tx.send(());
+    })?;
+    let _ = rx.recv();
+    if let Some(pidfile) = &cfg.pidfile {
+        let _ = std::fs::remove_file(pidfile);
+    }
+    if let Some(path) = &cfg.unix_socket {
+        let _ = std::fs::remove_file(path);
+    }
+    std::process::exit(0);
+}
+
+/// Block SIGINT/SIGTERM in every thread so that one thread can wait for them.
+fn block_signals() {
+    // SAFETY: plain libc signal-mask calls on a zero-initialised sigset_t.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+mod unix;

@@ -1,0 +1,109 @@
+//! State shared by every worker: settings, the engine, counters and the connection list.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use engine::Engine;
+use parking_lot::Mutex;
+
+use crate::config::Config;
+
+/// Counters one worker thread updates (so workers never share a cache line).
+#[derive(Default)]
+pub struct WorkerStats {
+    /// Bytes read from clients.
+    pub bytes_read: AtomicU64,
+    /// Bytes written to clients.
+    pub bytes_written: AtomicU64,
+    /// Meta commands processed.
+    pub cmd_meta: AtomicU64,
+    /// Times a connection yielded after `-R` requests.
+    pub conn_yields: AtomicU64,
+}
+
+/// What `stats conns` shows about one connection.
+pub struct ConnInfo {
+    /// Peer address, as memcached prints it (`tcp:1.2.3.4:5`, `unix:/path`, `udp:...`).
+    pub addr: String,
+    /// Local address.
+    pub listen_addr: String,
+    /// Relative time of the last command.
+    pub last_cmd: AtomicU32,
+}
+
+/// The server's shared state.
+pub struct Shared {
+    /// Startup settings.
+    pub cfg: Config,
+    /// The item store.
+    pub engine: Engine,
+    /// Current verbosity (the `verbosity` command changes it).
+    pub verbose: AtomicU32,
+    /// Per-worker counters.
+    pub workers: Vec<Arc<WorkerStats>>,
+    /// Open connections.
+    pub curr_connections: AtomicUsize,
+    /// Connections ever accepted.
+    pub total_connections: AtomicU64,
+    /// Connections refused by `-c`.
+    pub rejected_connections: AtomicU64,
+    /// Connection table for `stats conns`, by connection id.
+    pub conns: Mutex<BTreeMap<u64, Arc<ConnInfo>>>,
+    /// Next connection id.
+    pub next_conn: AtomicU64,
+    /// Set when a shutdown was requested.
+    pub shutting_down: AtomicBool,
+    /// Wakes the main thread for shutdown.
+    pub shutdown: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+}
+
+impl Shared {
+    /// New shared state for `threads` workers.
+    pub fn new(cfg: Config, engine: Engine) -> Shared {
+        let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
+        Shared {
+            verbose: AtomicU32::new(cfg.verbose),
+            cfg,
+            engine,
+            workers,
+            curr_connections: AtomicUsize::new(0),
+            total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            conns: Mutex::new(BTreeMap::new()),
+            next_conn: AtomicU64::new(1),
+            shutting_down: AtomicBool::new(false),
+            shutdown: Mutex::new(None),
+        }
+    }
+
+    /// Current verbosity.
+    #[inline]
+    pub fn verbose(&self) -> u32 {
+        self.verbose.load(Ordering::Relaxed)
+    }
+
+    /// Ask the main thread to stop the server.
+    pub fn request_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        if let Some(tx) = self.shutdown.lock().as_ref() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// `stats reset`: zero the server-level counters.
+    pub fn reset_stats(&self) {
+        self.total_connections.store(0, Ordering::Relaxed);
+        self.rejected_connections.store(0, Ordering::Relaxed);
+        for w in &self.workers {
+            for c in [&w.bytes_read, &w.bytes_written, &w.cmd_meta, &w.conn_yields] {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Sum a worker counter.
+    pub fn sum(&self, f: impl Fn(&WorkerStats) -> &AtomicU64) -> u64 {
+        self.workers.iter().map(|w| f(w).load(Ordering::Relaxed)).sum()
+    }
+}

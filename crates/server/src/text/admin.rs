@@ -1,0 +1,56 @@
+//! `flush_all`, `version`, `verbosity`, `quit`, `shutdown`, `cache_memlimit`.
+
+use std::sync::atomic::Ordering;
+
+use protocol_memcache::text::{reply, Command};
+
+use super::say;
+use crate::ctx::{Ctx, Flow};
+
+/// The version memcached clients see: sqlcached speaks memcached 1.6.18's protocol.
+pub const VERSION: &str = "1.6.18";
+
+/// Run an administrative command.
+pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+    let shared = ctx.shared;
+    match cmd {
+        Command::FlushAll { delay, noreply } => {
+            if shared.cfg.disable_flush_all {
+                say(out, noreply, b"CLIENT_ERROR flush_all not allowed\r\n");
+            } else {
+                shared.engine.flush_all(delay as i64);
+                say(out, noreply, reply::OK);
+            }
+        }
+        Command::Version => {
+            out.extend_from_slice(b"VERSION ");
+            out.extend_from_slice(VERSION.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Command::Verbosity { level, noreply } => {
+            shared.verbose.store(level.min(2), Ordering::Relaxed);
+            say(out, noreply, reply::OK);
+        }
+        Command::Quit => return Flow::Close,
+        Command::Shutdown { mode } => {
+            if !shared.cfg.enable_shutdown {
+                out.extend_from_slice(b"ERROR: shutdown not enabled\r\n");
+            } else if mode.is_none() {
+                out.extend_from_slice(b"CLIENT_ERROR invalid shutdown mode\r\n");
+            } else {
+                shared.request_shutdown();
+                return Flow::Close;
+            }
+        }
+        Command::CacheMemlimit { megabytes, noreply } => {
+            if megabytes < 8 {
+                say(out, noreply, b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+            } else {
+                shared.engine.set_memory_limit(megabytes as usize * 1024 * 1024);
+                say(out, noreply, reply::OK);
+            }
+        }
+        _ => out.extend_from_slice(reply::ERROR),
+    }
+    Flow::Continue
+}

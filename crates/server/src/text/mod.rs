@@ -1,0 +1,116 @@
+//! The text protocol front end: frames lines out of the read buffer, parses them with
+//! `protocol_memcache::text`, and hands each command to its executor (one file per
+//! command family, as memcached's `proto_text.c` functions).
+
+mod admin;
+mod arith;
+mod delete;
+mod retrieval;
+mod storage;
+mod touch;
+
+pub use admin::VERSION;
+
+use protocol_memcache::text::{self, Command, Frame};
+
+use crate::ctx::{Ctx, Flow};
+use crate::meta;
+
+/// Per-connection parser state that outlives one read.
+#[derive(Default)]
+pub struct TextState {
+    /// Bytes of an unwanted data block still to discard (memcached's `conn_swallow`).
+    pub swallow: usize,
+}
+
+/// Run as many complete commands from `buf` as allowed by `budget`.
+/// Returns the bytes consumed and what to do next.
+pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>, budget: &mut usize) -> (usize, Flow) {
+    let mut pos = 0;
+    let max_line = ctx.shared.cfg.item_size_max.max(1 << 20);
+    while *budget > 0 {
+        if st.swallow > 0 {
+            let n = st.swallow.min(buf.len() - pos);
+            pos += n;
+            st.swallow -= n;
+            if st.swallow > 0 {
+                break;
+            }
+        }
+        let (line, used) = match text::next_line(&buf[pos..], max_line) {
+            Frame::Incomplete => break,
+            Frame::Close => return (pos, Flow::Close),
+            Frame::Line(line, used) => (line, used),
+        };
+        if ctx.shared.verbose() > 1 {
+            eprintln!("<{} {}", ctx.conn.addr, String::from_utf8_lossy(line));
+        }
+        let cmd = match text::parse(line) {
+            Ok(c) => c,
+            Err(e) => {
+                if e.close {
+                    return (pos, Flow::Close);
+                }
+                if !e.silent {
+                    out.extend_from_slice(e.msg.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                st.swallow = e.swallow;
+                pos += used;
+                *budget -= 1;
+                continue;
+            }
+        };
+        *budget -= 1;
+        // Commands with a data block wait until all of it is buffered.
+        let data_len = match &cmd {
+            Command::Store { bytes, .. } => Some(*bytes),
+            Command::Meta(m) if m.cmd == protocol_memcache::meta::MetaCmd::Set => Some(m.datalen),
+            _ => None,
+        };
+        if let Some(len) = data_len {
+            if let Some(reject) = storage::precheck(&cmd, ctx) {
+                // Refused before reading the data: reply now and discard the block.
+                out.extend_from_slice(reject.reply);
+                st.swallow = len + 2;
+                pos += used;
+                continue;
+            }
+            let need = used + len + 2;
+            if buf.len() - pos < need {
+                *budget += 1;
+                break;
+            }
+            let block = &buf[pos + used..pos + need];
+            match cmd {
+                Command::Meta(m) => meta::execute(m, Some(block), ctx, out),
+                _ => storage::execute(&cmd, block, ctx, out),
+            };
+            pos += need;
+            continue;
+        }
+        pos += used;
+        let flow = match cmd {
+            Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
+            Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
+            Command::Delete { key, noreply } => delete::execute(key, noreply, ctx, out),
+            Command::Arith { incr, key, delta, noreply } => arith::execute(incr, key, delta, noreply, ctx, out),
+            Command::Touch { key, exptime, noreply } => touch::execute(key, exptime, noreply, ctx, out),
+            Command::Meta(m) => meta::execute(m, None, ctx, out),
+            Command::Stats { args } => crate::stats::execute(&args, ctx, out),
+            other => admin::execute(other, ctx, out),
+        };
+        if flow == Flow::Close {
+            return (pos, flow);
+        }
+    }
+    (pos, Flow::Continue)
+}
+
+/// Write `bytes` unless the command asked for no reply.
+#[inline]
+pub(crate) fn say(out: &mut Vec<u8>, noreply: bool, bytes: &[u8]) {
+    if !noreply {
+        out.extend_from_slice(bytes);
+    }
+}

@@ -1,0 +1,54 @@
+//! The UDP listener (`-U`): memcached's 8-byte frame header (request id, sequence number,
+//! datagram count, reserved) around a text or binary request, replies split into
+//! datagrams of at most 1400 bytes.
+
+use std::net::UdpSocket;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+use crate::binary::{self, BinaryState};
+use crate::ctx::Ctx;
+use crate::shared::{ConnInfo, Shared, WorkerStats};
+use crate::text::{self, TextState};
+
+/// memcached's `UDP_MAX_PAYLOAD_SIZE`.
+const MAX_DATAGRAM: usize = 1400;
+const FRAME_HEADER: usize = 8;
+
+/// Answer datagrams on `sock` forever.
+pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
+    let local = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default();
+    let info = ConnInfo { addr: local.clone(), listen_addr: local, last_cmd: AtomicU32::new(0) };
+    let mut buf = vec![0u8; 65536];
+    let mut out = Vec::new();
+    loop {
+        let Ok((n, peer)) = sock.recv_from(&mut buf) else { continue };
+        if n < FRAME_HEADER {
+            continue;
+        }
+        let (head, payload) = buf[..n].split_at(FRAME_HEADER);
+        let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
+        out.clear();
+        if head[4] != 0 || head[5] != 1 {
+            out.extend_from_slice(b"SERVER_ERROR multi-packet request not supported\r\n");
+        } else {
+            let mut budget = usize::MAX;
+            if payload.first() == Some(&protocol_memcache::binary::REQUEST_MAGIC) {
+                binary::process(payload, &mut BinaryState::default(), &ctx, &mut out, &mut budget);
+            } else {
+                text::process(payload, &mut TextState::default(), &ctx, &mut out, &mut budget);
+            }
+        }
+        let chunks: Vec<&[u8]> = out.chunks(MAX_DATAGRAM - FRAME_HEADER).collect();
+        let total = chunks.len() as u16;
+        for (seq, chunk) in chunks.iter().enumerate() {
+            let mut d = Vec::with_capacity(FRAME_HEADER + chunk.len());
+            d.extend_from_slice(&head[0..2]);
+            d.extend_from_slice(&(seq as u16).to_be_bytes());
+            d.extend_from_slice(&total.to_be_bytes());
+            d.extend_from_slice(&[0, 0]);
+            d.extend_from_slice(chunk);
+            let _ = sock.send_to(&d, peer);
+        }
+    }
+}

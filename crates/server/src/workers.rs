@@ -1,0 +1,81 @@
+//! Worker threads, as memcached's: each runs its own single-threaded event loop and owns
+//! the connections handed to it, so a request never hops between threads.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+use crate::conn;
+use crate::shared::{ConnInfo, Shared};
+
+/// An accepted client socket on its way to a worker.
+pub enum Incoming {
+    /// A TCP connection.
+    Tcp(std::net::TcpStream),
+    /// A Unix-domain connection.
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// Handles to the worker threads.
+pub struct Workers {
+    senders: Vec<UnboundedSender<(Incoming, Arc<ConnInfo>, u64)>>,
+    next: AtomicUsize,
+}
+
+impl Workers {
+    /// Start `shared.cfg.threads` workers.
+    pub fn start(shared: &Arc<Shared>) -> std::io::Result<Workers> {
+        let mut senders = Vec::new();
+        for (i, stats) in shared.workers.iter().enumerate() {
+            let (tx, mut rx) = unbounded_channel::<(Incoming, Arc<ConnInfo>, u64)>();
+            let shared = shared.clone();
+            let stats = stats.clone();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            std::thread::Builder::new().name(format!("worker-{i}")).spawn(move || {
+                rt.block_on(async move {
+                    while let Some((sock, info, id)) = rx.recv().await {
+                        let shared = shared.clone();
+                        let stats = stats.clone();
+                        tokio::spawn(async move {
+                            match sock {
+                                Incoming::Tcp(s) => {
+                                    let _ = s.set_nodelay(true);
+                                    if s.set_nonblocking(true).is_ok() {
+                                        if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                                            conn::serve(s, shared.clone(), stats, info).await;
+                                        }
+                                    }
+                                }
+                                Incoming::Unix(s) => {
+                                    if s.set_nonblocking(true).is_ok() {
+                                        if let Ok(s) = tokio::net::UnixStream::from_std(s) {
+                                            conn::serve(s, shared.clone(), stats, info).await;
+                                        }
+                                    }
+                                }
+                            }
+                            shared.conns.lock().remove(&id);
+                            shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            })?;
+            senders.push(tx);
+        }
+        Ok(Workers { senders, next: AtomicUsize::new(0) })
+    }
+
+    /// Hand a new connection to the next worker, round robin.
+    pub fn dispatch(&self, shared: &Shared, sock: Incoming, addr: String, listen_addr: String) {
+        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let info = Arc::new(ConnInfo {
+            addr,
+            listen_addr,
+            last_cmd: std::sync::atomic::AtomicU32::new(shared.engine.clock().now()),
+        });
+        shared.conns.lock().insert(id, info.clone());
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        let _ = self.senders[i].send((sock, info, id));
+    }
+}

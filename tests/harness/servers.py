@@ -1,0 +1,155 @@
+"""Start real server processes (sqlcached, memcached) for tests, on free loopback ports."""
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sqlcached_bin() -> str:
+    """Path of the sqlcached binary under test (SQLCACHED_BIN, else target/release)."""
+    return os.environ.get("SQLCACHED_BIN", str(ROOT / "target" / "release" / "sqlcached"))
+
+
+def memcached_bin() -> str:
+    """Path of Debian's memcached 1.6.18 binary."""
+    return os.environ.get("MEMCACHED_BIN", shutil.which("memcached") or "/usr/bin/memcached")
+
+
+def free_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Block until something accepts on 127.0.0.1:port, or fail if the process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on port {port}")
+
+
+def _root_flags(binary: str, args) -> list:
+    """Extra flags a memcached binary needs to start at all: `-u root` when we run as root
+    (memcached refuses to run as root without -u and exits shortly after binding)."""
+    if os.path.basename(binary).startswith("memcached") and "-u" not in args:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            return ["-u", "root"]
+    return []
+
+
+class Server:
+    """A running server process listening on 127.0.0.1:port.
+
+    With wait=False the constructor returns as soon as the process is spawned; call
+    wait_ready() before using it (lets callers start several servers in parallel)."""
+
+    def __init__(self, argv, port, wait=True):
+        self.port = port
+        self.host = "127.0.0.1"
+        self.addr = f"127.0.0.1:{port}"
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 10.0):
+        """Block until the server accepts connections (raises if it died)."""
+        wait_port(self.port, self.proc, timeout)
+        return self
+
+    def kill_nowait(self):
+        """SIGKILL without waiting (fast teardown of throwaway servers); reap() later."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def reap(self):
+        """Wait for a killed/exited process and release its pipes."""
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+    def stop(self):
+        """Terminate the process (SIGTERM, then SIGKILL)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def sqlcached_argv(port: int, *args: str) -> list:
+    """Command line for sqlcached. When SQLCACHED_BIN points at a memcached binary (to
+    validate the tests memcached-vs-memcached) it gets memcached's -U 0 / -u root too."""
+    binary = sqlcached_bin()
+    extra = []
+    if os.path.basename(binary).startswith("memcached"):
+        extra = ([] if "-U" in args else ["-U", "0"]) + _root_flags(binary, args)
+    return [binary, "-l", "127.0.0.1", "-p", str(port), *extra, *args]
+
+
+def memcached_argv(port: int, *args: str) -> list:
+    """Command line for the real memcached (-U 0 unless given, -u root when root)."""
+    binary = memcached_bin()
+    extra = ([] if "-U" in args else ["-U", "0"]) + _root_flags(binary, args)
+    return [binary, "-l", "127.0.0.1", "-p", str(port), *extra, *args]
+
+
+def start_sqlcached(*args: str, wait: bool = True) -> Server:
+    """Start sqlcached with memcached-style flags (a -p is added)."""
+    port = free_port()
+    return Server(sqlcached_argv(port, *args), port, wait=wait)
+
+
+def start_memcached(*args: str, wait: bool = True) -> Server:
+    """Start the real memcached with the same flags (a -p is added; -U 0 unless given;
+    -u root when running as root, which memcached requires)."""
+    port = free_port()
+    return Server(memcached_argv(port, *args), port, wait=wait)
+
+
+def start_pair(*args: str):
+    """Start memcached and sqlcached with identical flags, in parallel.
+    Returns (memcached, sqlcached); both are ready."""
+    mc = start_memcached(*args, wait=False)
+    try:
+        port = free_port()
+        while port == mc.port:  # mc may not have bound its port yet
+            port = free_port()
+        sq = Server(sqlcached_argv(port, *args), port, wait=False)
+    except Exception:
+        mc.stop()
+        raise
+    try:
+        mc.wait_ready()
+        sq.wait_ready()
+    except Exception:
+        mc.stop()
+        sq.stop()
+        raise
+    return mc, sq
