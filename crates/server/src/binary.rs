@@ -2,11 +2,14 @@
 //! `protocol_memcache::binary` and maps each opcode onto the engine operations the text
 //! protocol uses too.
 
-use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome, StoreRequest};
+use engine::ops::{
+    self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome,
+    StoreRequest,
+};
 use protocol_memcache::binary::{
-    parse_header, parse_request, write_counter, write_error, write_error_message, write_get_hit, write_get_miss,
-    write_ok, write_stat, write_stat_end, write_version, Invalid, Opcode, Request, Status, HEADER_LEN,
-    OUT_OF_MEMORY_STORE_MESSAGE,
+    parse_header, parse_request, write_counter, write_error, write_error_message, write_get_hit,
+    write_get_miss, write_ok, write_stat, write_stat_end, write_version, Invalid, Opcode, Request,
+    Status, HEADER_LEN, OUT_OF_MEMORY_STORE_MESSAGE,
 };
 
 use crate::ctx::{Ctx, Flow};
@@ -20,7 +23,13 @@ pub struct BinaryState {
 }
 
 /// Run as many complete requests from `buf` as `budget` allows; returns bytes consumed.
-pub fn process(buf: &[u8], st: &mut BinaryState, ctx: &Ctx<'_>, out: &mut Vec<u8>, budget: &mut usize) -> (usize, Flow) {
+pub fn process(
+    buf: &[u8],
+    st: &mut BinaryState,
+    ctx: &Ctx<'_>,
+    out: &mut Vec<u8>,
+    budget: &mut usize,
+) -> (usize, Flow) {
     let mut pos = 0;
     while *budget > 0 {
         if st.swallow > 0 {
@@ -40,11 +49,20 @@ pub fn process(buf: &[u8], st: &mut BinaryState, ctx: &Ctx<'_>, out: &mut Vec<u8
                     if is_store(op) {
                         let key = &rest[HEADER_LEN + h.extras_len as usize..h.head_len()];
                         let flags = if h.extras_len >= 4 {
-                            u32::from_be_bytes(rest[HEADER_LEN..HEADER_LEN + 4].try_into().unwrap_or([0; 4]))
+                            u32::from_be_bytes(
+                                rest[HEADER_LEN..HEADER_LEN + 4]
+                                    .try_into()
+                                    .unwrap_or([0; 4]),
+                            )
                         } else {
                             0
                         };
-                        if ops::item_too_large(&ctx.shared.engine, key.len(), h.value_len() as usize, flags) {
+                        if ops::item_too_large(
+                            &ctx.shared.engine,
+                            key.len(),
+                            h.value_len() as usize,
+                            flags,
+                        ) {
                             let engine = &ctx.shared.engine;
                             engine.access(key).stats().store_too_large += 1;
                             if op.base() == Opcode::Set {
@@ -85,7 +103,10 @@ pub fn process(buf: &[u8], st: &mut BinaryState, ctx: &Ctx<'_>, out: &mut Vec<u8
 }
 
 fn is_store(op: Opcode) -> bool {
-    matches!(op.base(), Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend)
+    matches!(
+        op.base(),
+        Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend
+    )
 }
 
 /// Write a reply unless this quiet opcode suppresses it.
@@ -121,7 +142,10 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             });
         }
         Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend => {
-            let (flags, exptime) = req.store_extras().map(|e| (e.flags, e.expiration as i32 as i64)).unwrap_or((0, 0));
+            let (flags, exptime) = req
+                .store_extras()
+                .map(|e| (e.flags, e.expiration as i32 as i64))
+                .unwrap_or((0, 0));
             let cas = req.cas();
             let mut mode = match op.base() {
                 Opcode::Set => StoreMode::Set,
@@ -161,9 +185,13 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                     };
                     reply(out, op, status, opaque);
                 }
-                StoreOutcome::NoMemory => {
-                    write_error_message(out, op, Status::OutOfMemory, opaque, OUT_OF_MEMORY_STORE_MESSAGE.as_bytes())
-                }
+                StoreOutcome::NoMemory => write_error_message(
+                    out,
+                    op,
+                    Status::OutOfMemory,
+                    opaque,
+                    OUT_OF_MEMORY_STORE_MESSAGE.as_bytes(),
+                ),
             }
         }
         Opcode::Delete => {
@@ -190,7 +218,9 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 incr: op.base() == Opcode::Increment,
                 delta: x.delta,
                 cas: req.cas(),
-                create: x.creates_missing().then_some((x.initial, x.expiration as i32 as i64)),
+                create: x
+                    .creates_missing()
+                    .then_some((x.initial, x.expiration as i32 as i64)),
                 touch: None,
             };
             match ops::arith(engine, &r) {
@@ -250,7 +280,9 @@ fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     }
     for l in text.split(|&b| b == b'\n') {
         let l = l.strip_suffix(b"\r").unwrap_or(l);
-        let Some(rest) = l.strip_prefix(b"STAT ") else { continue };
+        let Some(rest) = l.strip_prefix(b"STAT ") else {
+            continue;
+        };
         let (name, value) = match rest.iter().position(|&b| b == b' ') {
             Some(i) => (&rest[..i], &rest[i + 1..]),
             None => (rest, &[][..]),

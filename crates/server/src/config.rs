@@ -130,20 +130,51 @@ pub fn parse_size(s: &str) -> Option<usize> {
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.trim().parse().map_err(|_| format!("Invalid value for {flag}: '{v}'"))
+    v.trim()
+        .parse()
+        .map_err(|_| format!("Invalid value for {flag}: '{v}'"))
 }
 
 /// Options of `-o` that only tune memcached internals sqlcached does not have.
 const NOOP_EXTENDED: &[&str] = &[
-    "maxconns_fast", "no_maxconns_fast", "hashpower", "tail_repair_time", "hash_algorithm",
-    "lru_crawler", "no_lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl",
-    "read_buf_mem_limit", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct", "warm_lru_pct",
-    "hot_max_factor", "warm_max_factor", "temporary_ttl", "slab_chunk_max", "slab_reassign",
-    "slab_automove", "slab_automove_ratio", "slab_automove_window", "slab_automove_freeratio",
-    "modern", "no_modern", "track_sizes", "watcher_logbuf_size", "worker_logbuf_size",
-    "no_hashexpand", "inline_ascii_response", "no_inline_ascii_response", "sock_cookie_id",
-    "lru_segmented", "no_lru_segmented", "large_memory_pages", "drop_privileges",
-    "no_drop_privileges", "num_napi_ids",
+    "maxconns_fast",
+    "no_maxconns_fast",
+    "hashpower",
+    "tail_repair_time",
+    "hash_algorithm",
+    "lru_crawler",
+    "no_lru_crawler",
+    "lru_crawler_sleep",
+    "lru_crawler_tocrawl",
+    "read_buf_mem_limit",
+    "lru_maintainer",
+    "no_lru_maintainer",
+    "hot_lru_pct",
+    "warm_lru_pct",
+    "hot_max_factor",
+    "warm_max_factor",
+    "temporary_ttl",
+    "slab_chunk_max",
+    "slab_reassign",
+    "slab_automove",
+    "slab_automove_ratio",
+    "slab_automove_window",
+    "slab_automove_freeratio",
+    "modern",
+    "no_modern",
+    "track_sizes",
+    "watcher_logbuf_size",
+    "worker_logbuf_size",
+    "no_hashexpand",
+    "inline_ascii_response",
+    "no_inline_ascii_response",
+    "sock_cookie_id",
+    "lru_segmented",
+    "no_lru_segmented",
+    "large_memory_pages",
+    "drop_privileges",
+    "no_drop_privileges",
+    "num_napi_ids",
 ];
 
 impl Config {
@@ -155,7 +186,10 @@ impl Config {
         let mut item_size_set = false;
         while let Some(arg) = p.next().map_err(|e| e.to_string())? {
             let val = |p: &mut lexopt::Parser| -> Result<String, String> {
-                p.value().map_err(|e| e.to_string())?.into_string().map_err(|_| "invalid UTF-8".to_string())
+                p.value()
+                    .map_err(|e| e.to_string())?
+                    .into_string()
+                    .map_err(|_| "invalid UTF-8".to_string())
             };
             match arg {
                 Short('p') | Long("port") => c.port = num("-p", &val(&mut p)?)?,

@@ -15,7 +15,7 @@ use crate::text::{self, TextState};
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
-/// Replies are written out once this much is pending, even mid-batch.
+/// An output buffer grown past this is shrunk back after use.
 const WRITE_HIGH_WATER: usize = 256 * 1024;
 
 enum Proto {
@@ -30,7 +30,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     worker: Arc<WorkerStats>,
     info: Arc<ConnInfo>,
 ) {
-    let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
+    let ctx = Ctx {
+        shared: &shared,
+        worker: &worker,
+        conn: &info,
+    };
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut proto = match shared.cfg.protocol {
@@ -58,7 +62,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(n) => n,
         };
         worker.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        info.last_cmd.store(shared.engine.clock().now(), Ordering::Relaxed);
+        info.last_cmd
+            .store(shared.engine.clock().now(), Ordering::Relaxed);
         let p = proto.get_or_insert_with(|| {
             if rbuf[0] == protocol_memcache::binary::REQUEST_MAGIC {
                 Proto::Binary(BinaryState::default())
@@ -72,17 +77,17 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let mut budget = per_event;
             let (used, flow) = match p {
                 Proto::Text(st) => text::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
-                Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
+                Proto::Binary(st) => {
+                    binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget)
+                }
             };
             start += used;
             if flow != Flow::Continue || budget > 0 {
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
-            if out.len() >= WRITE_HIGH_WATER || !out.is_empty() {
-                if write(&mut sock, &mut out, &worker).await.is_err() {
-                    return;
-                }
+            if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
+                return;
             }
             tokio::task::yield_now().await;
         };
@@ -103,9 +108,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let _ = sock.shutdown().await;
 }
 
-async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {
+async fn write<S: AsyncWrite + Unpin>(
+    sock: &mut S,
+    out: &mut Vec<u8>,
+    worker: &WorkerStats,
+) -> std::io::Result<()> {
     sock.write_all(out).await?;
-    worker.bytes_written.fetch_add(out.len() as u64, Ordering::Relaxed);
+    worker
+        .bytes_written
+        .fetch_add(out.len() as u64, Ordering::Relaxed);
     out.clear();
     Ok(())
 }

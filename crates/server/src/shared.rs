@@ -61,7 +61,9 @@ pub struct Shared {
 impl Shared {
     /// New shared state for `threads` workers.
     pub fn new(cfg: Config, engine: Engine) -> Shared {
-        let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
+        let workers = (0..cfg.threads)
+            .map(|_| Arc::new(WorkerStats::default()))
+            .collect();
         Shared {
             verbose: AtomicU32::new(cfg.verbose),
             cfg,
@@ -104,6 +106,9 @@ impl Shared {
 
     /// Sum a worker counter.
     pub fn sum(&self, f: impl Fn(&WorkerStats) -> &AtomicU64) -> u64 {
-        self.workers.iter().map(|w| f(w).load(Ordering::Relaxed)).sum()
+        self.workers
+            .iter()
+            .map(|w| f(w).load(Ordering::Relaxed))
+            .sum()
     }
 }

@@ -76,10 +76,26 @@ fn general(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "rusage_user", &format!("{user:.6}"));
     s(out, "rusage_system", &format!("{sys:.6}"));
     s(out, "max_connections", &sh.cfg.max_connections);
-    s(out, "curr_connections", &sh.curr_connections.load(Ordering::Relaxed));
-    s(out, "total_connections", &sh.total_connections.load(Ordering::Relaxed));
-    s(out, "rejected_connections", &sh.rejected_connections.load(Ordering::Relaxed));
-    s(out, "connection_structures", &sh.curr_connections.load(Ordering::Relaxed));
+    s(
+        out,
+        "curr_connections",
+        &sh.curr_connections.load(Ordering::Relaxed),
+    );
+    s(
+        out,
+        "total_connections",
+        &sh.total_connections.load(Ordering::Relaxed),
+    );
+    s(
+        out,
+        "rejected_connections",
+        &sh.rejected_connections.load(Ordering::Relaxed),
+    );
+    s(
+        out,
+        "connection_structures",
+        &sh.curr_connections.load(Ordering::Relaxed),
+    );
     s(out, "cmd_get", &i.cmd_get);
     s(out, "cmd_set", &i.cmd_set);
     s(out, "cmd_flush", &e.cmd_flush);
@@ -131,11 +147,27 @@ fn settings(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "maxconns", &c.max_connections);
     s(out, "tcpport", &c.port);
     s(out, "udpport", &c.udp_port);
-    s(out, "inter", &if c.listen.is_empty() { "NULL".to_string() } else { c.listen.join(",") });
+    s(
+        out,
+        "inter",
+        &if c.listen.is_empty() {
+            "NULL".to_string()
+        } else {
+            c.listen.join(",")
+        },
+    );
     s(out, "verbosity", &ctx.shared.verbose());
     s(out, "oldest", &0);
-    s(out, "evictions", &if c.disable_evictions { "off" } else { "on" });
-    s(out, "domain_socket", &c.unix_socket.clone().unwrap_or_else(|| "NULL".into()));
+    s(
+        out,
+        "evictions",
+        &if c.disable_evictions { "off" } else { "on" },
+    );
+    s(
+        out,
+        "domain_socket",
+        &c.unix_socket.clone().unwrap_or_else(|| "NULL".into()),
+    );
     s(out, "umask", &format!("{:o}", c.unix_mask));
     s(out, "shutdown_command", &yn(c.enable_shutdown));
     s(out, "num_threads", &c.threads);
@@ -172,7 +204,8 @@ fn class_stats(ctx: &Ctx<'_>) -> std::collections::BTreeMap<u32, ClassStats> {
     let now = engine.clock().now();
     let mut classes = std::collections::BTreeMap::<u32, ClassStats>::new();
     engine.for_each_item(|it| {
-        let size = engine::item::memcached_item_size(it.key().len(), it.value().len(), it.flags, use_cas);
+        let size =
+            engine::item::memcached_item_size(it.key().len(), it.value().len(), it.flags, use_cas);
         let c = classes.entry(slab::class_of(size)).or_default();
         c.number += 1;
         c.bytes += size as u64;
@@ -208,6 +241,10 @@ fn conns(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         reply::stat(out, &format!("{id}:addr"), &c.addr);
         reply::stat(out, &format!("{id}:listen_addr"), &c.listen_addr);
         reply::stat(out, &format!("{id}:state"), "conn_parse_cmd");
-        reply::stat(out, &format!("{id}:secs_since_last_cmd"), now.saturating_sub(c.last_cmd.load(Ordering::Relaxed)));
+        reply::stat(
+            out,
+            &format!("{id}:secs_since_last_cmd"),
+            now.saturating_sub(c.last_cmd.load(Ordering::Relaxed)),
+        );
     }
 }

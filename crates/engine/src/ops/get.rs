@@ -12,7 +12,12 @@ pub struct GetOptions {
 
 /// Look `key` up and hand the live item (if any) to `f` while the shard is locked,
 /// counting hits and misses as memcached does.
-pub fn get<R>(engine: &Engine, key: &[u8], opts: GetOptions, f: impl FnOnce(Option<&Item>) -> R) -> R {
+pub fn get<R>(
+    engine: &Engine,
+    key: &[u8],
+    opts: GetOptions,
+    f: impl FnOnce(Option<&Item>) -> R,
+) -> R {
     let mut a = engine.access(key);
     let touched = opts.touch.map(|t| engine.clock().realtime(t));
     let found = a.lookup().map(|_| ());

@@ -70,7 +70,10 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
     let mut a = engine.access(req.key);
     a.stats().cmd_set += 1;
     let now = a.now();
-    let old = a.lookup().ok().map(|it| (it.cas, it.flags, it.exptime, it.bits));
+    let old = a
+        .lookup()
+        .ok()
+        .map(|it| (it.cas, it.flags, it.exptime, it.bits));
     let new_item = |parts: &[&[u8]], flags, exptime| Item::new(req.key, parts, flags, exptime, now);
     let mut bits = 0;
     let item = match (old, req.mode) {
@@ -103,7 +106,9 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
                 new_item(&[req.value, &old_value], flags, old_exp)
             }
         }
-        (Some(_), StoreMode::Set | StoreMode::Replace) => new_item(&[req.value], req.flags, exptime),
+        (Some(_), StoreMode::Set | StoreMode::Replace) => {
+            new_item(&[req.value], req.flags, exptime)
+        }
         (None, StoreMode::Cas) => {
             a.stats().cas_misses += 1;
             return StoreOutcome::NotFound;

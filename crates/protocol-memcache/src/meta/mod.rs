@@ -107,16 +107,28 @@ pub fn parse<'a>(c: u8, t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
     if cmd == MetaCmd::Arith {
         if let Some(m) = flags.mode {
             if !matches!(m, b'I' | b'i' | b'+' | b'D' | b'd' | b'-') {
-                return Err(ParseError::reply("CLIENT_ERROR invalid mode for ma M token"));
+                return Err(ParseError::reply(
+                    "CLIENT_ERROR invalid mode for ma M token",
+                ));
             }
         }
     }
     check_opaque(t.from(2))?;
-    Ok(MetaRequest { cmd, key, datalen: 0, flags, tokens: t.clone(), first_flag: 2 })
+    Ok(MetaRequest {
+        cmd,
+        key,
+        datalen: 0,
+        flags,
+        tokens: t.clone(),
+        first_flag: 2,
+    })
 }
 
 fn check_opaque(flags: &[&[u8]]) -> Result<(), ParseError> {
-    if flags.iter().any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH) {
+    if flags
+        .iter()
+        .any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH)
+    {
         return Err(ParseError::reply("CLIENT_ERROR opaque token too long"));
     }
     Ok(())
@@ -139,9 +151,17 @@ fn parse_set<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
         Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
         _ => return Err(BAD_FORMAT),
     };
-    let swallow = |msg| ParseError { msg, silent: false, swallow: vlen + 2, close: false };
+    let swallow = |msg| ParseError {
+        msg,
+        silent: false,
+        swallow: vlen + 2,
+        close: false,
+    };
     let (flags, key) = Flags::parse(t.get(1), t.from(3)).map_err(swallow)?;
-    if t.from(3).iter().any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH) {
+    if t.from(3)
+        .iter()
+        .any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH)
+    {
         return Err(swallow("CLIENT_ERROR opaque token too long"));
     }
     if let Some(m) = flags.mode {
@@ -149,7 +169,14 @@ fn parse_set<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
             return Err(swallow("CLIENT_ERROR invalid mode for ms M token"));
         }
     }
-    Ok(MetaRequest { cmd: MetaCmd::Set, key, datalen: vlen, flags, tokens: t.clone(), first_flag: 3 })
+    Ok(MetaRequest {
+        cmd: MetaCmd::Set,
+        key,
+        datalen: vlen,
+        flags,
+        tokens: t.clone(),
+        first_flag: 3,
+    })
 }
 
 /// `me <key> [b]`.
@@ -167,7 +194,14 @@ fn parse_debug<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
         }
         flags.base64 = true;
     }
-    Ok(MetaRequest { cmd: MetaCmd::Debug, key, datalen: 0, flags, tokens: t.clone(), first_flag: t.len() })
+    Ok(MetaRequest {
+        cmd: MetaCmd::Debug,
+        key,
+        datalen: 0,
+        flags,
+        tokens: t.clone(),
+        first_flag: t.len(),
+    })
 }
 
 /// Append ` <c><value>` to a reply line.

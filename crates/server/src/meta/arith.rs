@@ -22,7 +22,9 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let (value, created) = match ops::arith(engine, &req) {
         ArithOutcome::Done { value, created, .. } => (value, created),
         ArithOutcome::NonNumeric => {
-            out.extend_from_slice(b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+            out.extend_from_slice(
+                b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+            );
             return;
         }
         ArithOutcome::NoMemory => {
@@ -30,7 +32,11 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             return;
         }
         other => {
-            out.extend_from_slice(if other == ArithOutcome::Exists { b"EX" } else { b"NF" });
+            out.extend_from_slice(if other == ArithOutcome::Exists {
+                b"EX"
+            } else {
+                b"NF"
+            });
             echo_opaque_and_key(m, f.base64, out);
             out.extend_from_slice(b"\r\n");
             return;
@@ -52,14 +58,10 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     if let Ok(it) = a.lookup() {
         for tok in m.flag_tokens() {
             match tok[0] {
-                b'c' => meta::push_num(&mut line, b'c', it.cas),
+                b'c' => meta::push_num(&mut line, b'c', if engine.config().use_cas { it.cas } else { 0 }),
                 b't' => meta::push_num(&mut line, b't', ttl_left(it.exptime, now)),
                 b'T' => it.exptime = clock.realtime(f.ttl.unwrap_or(0) as i64),
-                b'N' => {
-                    if created {
-                        it.exptime = clock.realtime(f.vivify.unwrap_or(0) as i64);
-                    }
-                }
+                b'N' if created => it.exptime = clock.realtime(f.vivify.unwrap_or(0) as i64),
                 b'O' => {
                     line.push(b' ');
                     line.extend_from_slice(tok);

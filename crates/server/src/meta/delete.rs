@@ -10,7 +10,6 @@ use crate::ctx::Ctx;
 pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let f = &m.flags;
     let engine = &ctx.shared.engine;
-    let use_cas = engine.config().use_cas;
     let mut a = engine.access(&m.key);
     let code: &[u8] = match a.lookup() {
         Ok(it) if f.cas.is_some_and(|c| c != it.cas) => {
@@ -22,13 +21,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
                 it.exptime = engine.clock().realtime(t as i64);
             }
             it.bits = (it.bits | STALE) & !WON;
-            let cas = a.new_cas();
-            if !use_cas {
-                if let Ok(it) = a.lookup() {
-                    it.cas = 0;
-                }
-            }
-            let _ = cas;
+            a.new_cas();
             a.changed();
             b"HD"
         }

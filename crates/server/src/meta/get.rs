@@ -15,13 +15,12 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let mut a = engine.access(&m.key);
     let now = a.now();
     let mut created = false;
-    if a.lookup().is_err() {
-        if f.vivify.is_some() {
-            // A stub item with no data: this client wins the right to fill it.
-            if a.store(Item::new(&m.key, &[], 0, 0, now)).is_ok() {
-                created = true;
-            }
-        }
+    // On a miss with `N`, a stub item with no data: this client wins the right to fill it.
+    if a.lookup().is_err()
+        && f.vivify.is_some()
+        && a.store(Item::new(&m.key, &[], 0, 0, now)).is_ok()
+    {
+        created = true;
     }
     let use_cas = engine.config().use_cas;
     let ttl_set = f.ttl.is_some();
@@ -56,11 +55,9 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     for tok in m.flag_tokens() {
         match tok[0] {
             b'T' => it.exptime = clock.realtime(f.ttl.unwrap_or(0) as i64),
-            b'N' => {
-                if created {
-                    it.exptime = clock.realtime(f.vivify.unwrap_or(0) as i64);
-                    won = true;
-                }
+            b'N' if created => {
+                it.exptime = clock.realtime(f.vivify.unwrap_or(0) as i64);
+                won = true;
             }
             b'R' => {
                 let recache = clock.realtime(f.recache.unwrap_or(0) as i64);
