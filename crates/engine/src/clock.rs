@@ -43,10 +43,7 @@ impl Clock {
 
     /// A clock that only moves when [`Clock::tick`] or [`Clock::advance`] is called.
     pub fn manual() -> Clock {
-        let unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
+        let unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         Clock {
             inner: Arc::new(Inner {
                 now: AtomicU32::new(START_OFFSET),
@@ -87,11 +84,7 @@ impl Clock {
     /// 0 never expires, up to 30 days is relative, larger is a unix time, and a negative
     /// exptime is already expired.
     pub fn realtime(&self, exptime: i64) -> u32 {
-        let exptime = if exptime < 0 {
-            REALTIME_MAXDELTA + 1
-        } else {
-            exptime
-        };
+        let exptime = if exptime < 0 { REALTIME_MAXDELTA + 1 } else { exptime };
         if exptime == 0 {
             return 0;
         }
@@ -131,10 +124,7 @@ mod tests {
         assert_eq!(c.realtime(0), 0);
         assert_eq!(c.realtime(10), now + 10);
         assert_eq!(c.realtime(-1), 1);
-        assert_eq!(
-            c.realtime(REALTIME_MAXDELTA),
-            now + REALTIME_MAXDELTA as u32
-        );
+        assert_eq!(c.realtime(REALTIME_MAXDELTA), now + REALTIME_MAXDELTA as u32);
         // An absolute time in the past is already expired.
         assert_eq!(c.realtime(REALTIME_MAXDELTA + 1), 1);
         let future = c.unix_now() + 100;

@@ -42,12 +42,7 @@ pub(crate) struct List {
 
 impl List {
     fn new() -> List {
-        List {
-            head: NIL,
-            tail: NIL,
-            bytes: 0,
-            len: 0,
-        }
+        List { head: NIL, tail: NIL, bytes: 0, len: 0 }
     }
 }
 
@@ -61,11 +56,7 @@ pub(crate) struct S3Fifo {
 impl S3Fifo {
     /// Empty queues.
     pub fn new() -> S3Fifo {
-        S3Fifo {
-            small: List::new(),
-            main: List::new(),
-            ghost: Ghost::default(),
-        }
+        S3Fifo { small: List::new(), main: List::new(), ghost: Ghost::default() }
     }
 
     /// Link a freshly inserted item at slot `idx`.
@@ -95,8 +86,7 @@ impl S3Fifo {
     /// (the caller then remembers its hash as a ghost via [`S3Fifo::remember`]).
     pub fn victim(&mut self, slots: &mut [Item], total_bytes: usize) -> Option<(u32, bool)> {
         loop {
-            let use_small =
-                self.small.len > 0 && (self.small.bytes * 10 >= total_bytes || self.main.len == 0);
+            let use_small = self.small.len > 0 && (self.small.bytes * 10 >= total_bytes || self.main.len == 0);
             if use_small {
                 let idx = self.small.head;
                 if slots[idx as usize].freq > 0 {

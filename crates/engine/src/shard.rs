@@ -43,9 +43,7 @@ impl Shard {
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
         let slots = &self.slots;
-        self.table
-            .find(hash, |&i| slots[i as usize].key() == key)
-            .copied()
+        self.table.find(hash, |&i| slots[i as usize].key() == key).copied()
     }
 
     /// The item in slot `idx`.
@@ -80,8 +78,7 @@ impl Shard {
             }
         };
         let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table
-            .insert_unique(hash, idx, |&i| hasher.hash_one(slots[i as usize].key()));
+        self.table.insert_unique(hash, idx, |&i| hasher.hash_one(slots[i as usize].key()));
         self.policy.insert(&mut self.slots, idx, hash);
         self.bytes += cost;
         self.stats.curr_items += 1;

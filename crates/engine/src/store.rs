@@ -59,9 +59,7 @@ impl Engine {
         let n = cfg.shards.max(1).next_power_of_two();
         let limit = cfg.memory_limit;
         let hasher = KeyHasher::default();
-        let shards = (0..n)
-            .map(|_| Padded(Mutex::new(Shard::new(hasher.clone()))))
-            .collect();
+        let shards = (0..n).map(|_| Padded(Mutex::new(Shard::new(hasher.clone())))).collect();
         Engine {
             shards,
             mask: n - 1,
@@ -97,19 +95,15 @@ impl Engine {
     pub fn access<'a>(&'a self, key: &'a [u8]) -> Access<'a> {
         let hash = self.hasher.hash_one(key);
         let shard = self.shards[(hash >> 32) as usize & self.mask].0.lock();
-        Access {
-            engine: self,
-            shard,
-            hash,
-            key,
-            now: self.clock.now(),
-            slot: None,
-        }
+        Access { engine: self, shard, hash, key, now: self.clock.now(), slot: None }
     }
 
     /// A fresh CAS unique.
     #[inline]
     fn next_cas(&self) -> u64 {
+        if !self.cfg.use_cas {
+            return 0;
+        }
         self.cas.fetch_add(1, Ordering::Relaxed) + 1
     }
 
@@ -118,8 +112,7 @@ impl Engine {
     pub fn flush_all(&self, delay: i64) {
         self.cmd_flush.fetch_add(1, Ordering::Relaxed);
         if delay > 0 {
-            self.flush_at
-                .store(self.clock.realtime(delay), Ordering::Relaxed);
+            self.flush_at.store(self.clock.realtime(delay), Ordering::Relaxed);
             return;
         }
         self.flush_at.store(0, Ordering::Relaxed);
@@ -287,11 +280,7 @@ impl<'a> Access<'a> {
             return Err(Miss::Absent);
         };
         let clock = &self.engine.clock;
-        let exptime = if ti.exptime_unix == 0 {
-            0
-        } else {
-            clock.realtime(ti.exptime_unix)
-        };
+        let exptime = if ti.exptime_unix == 0 { 0 } else { clock.realtime(ti.exptime_unix) };
         let mut item = Item::new(self.key, &[&ti.value], ti.flags, exptime, self.now);
         if item.is_expired(self.now) {
             tier.delete(self.key);
@@ -368,10 +357,7 @@ impl<'a> Access<'a> {
         let engine = self.engine;
         let cost = item.cost();
         let limit = engine.memory_limit();
-        let mut existing = self
-            .slot
-            .take()
-            .or_else(|| self.shard.find(self.hash, self.key));
+        let mut existing = self.slot.take().or_else(|| self.shard.find(self.hash, self.key));
         // Make room: this shard first, then others, unless evictions are off.
         loop {
             let old_cost = existing.map(|i| self.shard.get(i).cost()).unwrap_or(0);

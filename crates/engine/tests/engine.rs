@@ -1,81 +1,37 @@
 //! Engine behaviour through its public operations.
 
-use engine::ops::{
-    self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome,
-    StoreRequest,
-};
+use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome, StoreRequest};
 use engine::{Clock, Engine, EngineConfig};
 
 fn engine(mb: usize) -> (Engine, Clock) {
     let clock = Clock::manual();
-    let cfg = EngineConfig {
-        memory_limit: mb << 20,
-        ..EngineConfig::default()
-    };
+    let cfg = EngineConfig { memory_limit: mb << 20, ..EngineConfig::default() };
     (Engine::with_clock(cfg, clock.clone()), clock)
 }
 
-fn set(
-    e: &Engine,
-    mode: StoreMode,
-    key: &[u8],
-    value: &[u8],
-    exptime: i64,
-    cas: u64,
-) -> StoreOutcome {
-    let r = StoreRequest {
-        mode,
-        key,
-        value,
-        flags: 7,
-        exptime,
-        cas,
-        set_stale: false,
-        vivify: None,
-        key_binary: false,
-    };
+fn set(e: &Engine, mode: StoreMode, key: &[u8], value: &[u8], exptime: i64, cas: u64) -> StoreOutcome {
+    let r =
+        StoreRequest { mode, key, value, flags: 7, exptime, cas, set_stale: false, vivify: None, key_binary: false };
     ops::store(e, &r)
 }
 
 fn get(e: &Engine, key: &[u8]) -> Option<Vec<u8>> {
-    ops::get(e, key, GetOptions::default(), |it| {
-        it.map(|it| it.value().to_vec())
-    })
+    ops::get(e, key, GetOptions::default(), |it| it.map(|it| it.value().to_vec()))
 }
 
 #[test]
 fn storage_modes() {
     let (e, _) = engine(8);
-    assert!(matches!(
-        set(&e, StoreMode::Add, b"k", b"1", 0, 0),
-        StoreOutcome::Stored(_)
-    ));
-    assert_eq!(
-        set(&e, StoreMode::Add, b"k", b"2", 0, 0),
-        StoreOutcome::NotStored
-    );
-    assert_eq!(
-        set(&e, StoreMode::Replace, b"nope", b"2", 0, 0),
-        StoreOutcome::NotStored
-    );
+    assert!(matches!(set(&e, StoreMode::Add, b"k", b"1", 0, 0), StoreOutcome::Stored(_)));
+    assert_eq!(set(&e, StoreMode::Add, b"k", b"2", 0, 0), StoreOutcome::NotStored);
+    assert_eq!(set(&e, StoreMode::Replace, b"nope", b"2", 0, 0), StoreOutcome::NotStored);
     set(&e, StoreMode::Append, b"k", b"b", 0, 0);
     set(&e, StoreMode::Prepend, b"k", b"a", 0, 0);
     assert_eq!(get(&e, b"k").unwrap(), b"a1b");
-    let StoreOutcome::Stored(cas) = set(&e, StoreMode::Set, b"k", b"v", 0, 0) else {
-        panic!()
-    };
-    assert_eq!(
-        set(&e, StoreMode::Cas, b"k", b"w", 0, cas + 1),
-        StoreOutcome::Exists
-    );
-    assert!(matches!(
-        set(&e, StoreMode::Cas, b"k", b"w", 0, cas),
-        StoreOutcome::Stored(_)
-    ));
-    assert_eq!(
-        set(&e, StoreMode::Cas, b"zz", b"w", 0, cas),
-        StoreOutcome::NotFound
-    );
+    let StoreOutcome::Stored(cas) = set(&e, StoreMode::Set, b"k", b"v", 0, 0) else { panic!() };
+    assert_eq!(set(&e, StoreMode::Cas, b"k", b"w", 0, cas + 1), StoreOutcome::Exists);
+    assert!(matches!(set(&e, StoreMode::Cas, b"k", b"w", 0, cas), StoreOutcome::Stored(_)));
+    assert_eq!(set(&e, StoreMode::Cas, b"zz", b"w", 0, cas), StoreOutcome::NotFound);
     assert_eq!(ops::delete(&e, b"k", 1), DeleteOutcome::Exists);
     assert_eq!(ops::delete(&e, b"k", 0), DeleteOutcome::Deleted);
     assert_eq!(ops::delete(&e, b"k", 0), DeleteOutcome::NotFound);
@@ -105,26 +61,12 @@ fn ttl_and_flush() {
 #[test]
 fn arithmetic() {
     let (e, _) = engine(8);
-    let incr = |delta, incr| {
-        ops::arith(
-            &e,
-            &ArithRequest {
-                key: b"n",
-                incr,
-                delta,
-                cas: 0,
-                create: None,
-                touch: None,
-            },
-        )
-    };
+    let incr =
+        |delta, incr| ops::arith(&e, &ArithRequest { key: b"n", incr, delta, cas: 0, create: None, touch: None });
     assert_eq!(incr(1, true), ArithOutcome::NotFound);
     set(&e, StoreMode::Set, b"n", b"18446744073709551615", 0, 0);
     assert!(matches!(incr(2, true), ArithOutcome::Done { value: 1, .. }));
-    assert!(matches!(
-        incr(5, false),
-        ArithOutcome::Done { value: 0, .. }
-    ));
+    assert!(matches!(incr(5, false), ArithOutcome::Done { value: 0, .. }));
     set(&e, StoreMode::Set, b"n", b"100", 0, 0);
     incr(95, false);
     assert_eq!(get(&e, b"n").unwrap(), b"5  ");
@@ -137,14 +79,7 @@ fn memory_is_bounded() {
     let (e, _) = engine(2);
     let value = vec![b'v'; 1000];
     for i in 0..20_000 {
-        set(
-            &e,
-            StoreMode::Set,
-            format!("key{i}").as_bytes(),
-            &value,
-            0,
-            0,
-        );
+        set(&e, StoreMode::Set, format!("key{i}").as_bytes(), &value, 0, 0);
         assert!(e.mem_used() <= 2 << 20);
     }
     let st = e.stats();
@@ -155,24 +90,12 @@ fn memory_is_bounded() {
 #[test]
 fn no_evictions_mode_reports_out_of_memory() {
     let clock = Clock::manual();
-    let cfg = EngineConfig {
-        memory_limit: 1 << 20,
-        evict: false,
-        ..EngineConfig::default()
-    };
+    let cfg = EngineConfig { memory_limit: 1 << 20, evict: false, ..EngineConfig::default() };
     let e = Engine::with_clock(cfg, clock);
     let value = vec![b'v'; 1000];
     let mut oom = false;
     for i in 0..5000 {
-        if set(
-            &e,
-            StoreMode::Set,
-            format!("key{i}").as_bytes(),
-            &value,
-            0,
-            0,
-        ) == StoreOutcome::NoMemory
-        {
+        if set(&e, StoreMode::Set, format!("key{i}").as_bytes(), &value, 0, 0) == StoreOutcome::NoMemory {
             oom = true;
             break;
         }
@@ -207,13 +130,6 @@ fn scan_does_not_flush_hot_set() {
         let h = &hot[i % hot.len()];
         get(&e, h.as_bytes());
     }
-    let alive = hot
-        .iter()
-        .filter(|k| get(&e, k.as_bytes()).is_some())
-        .count();
-    assert!(
-        alive * 100 >= hot.len() * 95,
-        "only {alive} of {} hot keys survived the scan",
-        hot.len()
-    );
+    let alive = hot.iter().filter(|k| get(&e, k.as_bytes()).is_some()).count();
+    assert!(alive * 100 >= hot.len() * 95, "only {alive} of {} hot keys survived the scan", hot.len());
 }

@@ -2,14 +2,11 @@
 //! `protocol_memcache::binary` and maps each opcode onto the engine operations the text
 //! protocol uses too.
 
-use engine::ops::{
-    self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome,
-    StoreRequest,
-};
+use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome, StoreRequest};
 use protocol_memcache::binary::{
-    parse_header, parse_request, write_counter, write_error, write_error_message, write_get_hit,
-    write_get_miss, write_ok, write_stat, write_stat_end, write_version, Invalid, Opcode, Request,
-    Status, HEADER_LEN, OUT_OF_MEMORY_STORE_MESSAGE,
+    parse_header, parse_request, write_counter, write_error, write_error_message, write_get_hit, write_get_miss,
+    write_ok, write_stat, write_stat_end, write_version, Invalid, Opcode, Request, Status, HEADER_LEN,
+    OUT_OF_MEMORY_STORE_MESSAGE,
 };
 
 use crate::ctx::{Ctx, Flow};
@@ -49,20 +46,11 @@ pub fn process(
                     if is_store(op) {
                         let key = &rest[HEADER_LEN + h.extras_len as usize..h.head_len()];
                         let flags = if h.extras_len >= 4 {
-                            u32::from_be_bytes(
-                                rest[HEADER_LEN..HEADER_LEN + 4]
-                                    .try_into()
-                                    .unwrap_or([0; 4]),
-                            )
+                            u32::from_be_bytes(rest[HEADER_LEN..HEADER_LEN + 4].try_into().unwrap_or([0; 4]))
                         } else {
                             0
                         };
-                        if ops::item_too_large(
-                            &ctx.shared.engine,
-                            key.len(),
-                            h.value_len() as usize,
-                            flags,
-                        ) {
+                        if ops::item_too_large(&ctx.shared.engine, key.len(), h.value_len() as usize, flags) {
                             let engine = &ctx.shared.engine;
                             engine.access(key).stats().store_too_large += 1;
                             if op.base() == Opcode::Set {
@@ -103,10 +91,7 @@ pub fn process(
 }
 
 fn is_store(op: Opcode) -> bool {
-    matches!(
-        op.base(),
-        Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend
-    )
+    matches!(op.base(), Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend)
 }
 
 /// Write a reply unless this quiet opcode suppresses it.
@@ -127,9 +112,13 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             let touch = if matches!(op.base(), Opcode::Get | Opcode::GetK) {
                 None
             } else {
-                Some(req.touch_expiration().unwrap_or(0) as i32 as i64)
+                Some(req.touch_expiration().unwrap_or(0) as i64)
             };
             ops::get(engine, key, GetOptions { touch }, |it| match it {
+                _ if {
+                    ctx.shared.detail.get(key, it.is_some());
+                    false
+                } => {}
                 Some(it) => {
                     let cas = if use_cas { it.cas } else { 0 };
                     write_get_hit(out, op, opaque, cas, it.flags, key, it.value());
@@ -142,11 +131,10 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             });
         }
         Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend => {
-            let (flags, exptime) = req
-                .store_extras()
-                .map(|e| (e.flags, e.expiration as i32 as i64))
-                .unwrap_or((0, 0));
-            let cas = req.cas();
+            ctx.shared.detail.set(key);
+            let (flags, exptime) = req.store_extras().map(|e| (e.flags, e.expiration as i64)).unwrap_or((0, 0));
+            // With CAS off (-C) memcached ignores a request's CAS on stores.
+            let cas = if use_cas { req.cas() } else { 0 };
             let mut mode = match op.base() {
                 Opcode::Set => StoreMode::Set,
                 Opcode::Add => StoreMode::Add,
@@ -185,16 +173,13 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                     };
                     reply(out, op, status, opaque);
                 }
-                StoreOutcome::NoMemory => write_error_message(
-                    out,
-                    op,
-                    Status::OutOfMemory,
-                    opaque,
-                    OUT_OF_MEMORY_STORE_MESSAGE.as_bytes(),
-                ),
+                StoreOutcome::NoMemory => {
+                    write_error_message(out, op, Status::OutOfMemory, opaque, OUT_OF_MEMORY_STORE_MESSAGE.as_bytes())
+                }
             }
         }
         Opcode::Delete => {
+            ctx.shared.detail.delete(key);
             let status = match ops::delete(engine, key, req.cas()) {
                 DeleteOutcome::Deleted => Status::NoError,
                 DeleteOutcome::NotFound => Status::KeyNotFound,
@@ -218,9 +203,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 incr: op.base() == Opcode::Increment,
                 delta: x.delta,
                 cas: req.cas(),
-                create: x
-                    .creates_missing()
-                    .then_some((x.initial, x.expiration as i32 as i64)),
+                create: x.creates_missing().then_some((x.initial, x.expiration as i64)),
                 touch: None,
             };
             match ops::arith(engine, &r) {
@@ -245,7 +228,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             if ctx.shared.cfg.disable_flush_all {
                 write_error(out, op, Status::AuthError, opaque);
             } else {
-                let delay = req.flush_expiration().flatten().unwrap_or(0) as i32 as i64;
+                let delay = req.flush_expiration().flatten().unwrap_or(0) as i64;
                 engine.flush_all(delay);
                 if !op.suppresses_reply(Status::NoError) {
                     write_ok(out, op, opaque, 0);
@@ -268,6 +251,23 @@ fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         line.extend_from_slice(key);
     }
     let args = protocol_memcache::text::Tokens::new(&line[5..]);
+    if args.get(0) == b"detail" {
+        match args.get(1) {
+            b"on" => ctx.shared.detail.set_enabled(true),
+            b"off" => ctx.shared.detail.set_enabled(false),
+            b"dump" => {
+                let mut dump = Vec::new();
+                ctx.shared.detail.dump(&mut dump);
+                write_stat(out, opaque, b"detailed", &dump);
+            }
+            _ => {
+                write_error(out, Opcode::Stat, Status::KeyNotFound, opaque);
+                return;
+            }
+        }
+        write_stat_end(out, opaque);
+        return;
+    }
     let mut text = Vec::new();
     crate::stats::execute(&args, ctx, &mut text);
     if text == b"RESET\r\n" {

@@ -67,6 +67,8 @@ pub struct Config {
     pub disable_flush_all: bool,
     /// Prefix delimiter for `stats detail` (`-D`).
     pub prefix_delimiter: char,
+    /// `-D` was given, which turns `stats detail` on.
+    pub prefix_delimiter_set: bool,
     /// Pid file (`-P`).
     pub pidfile: Option<String>,
     /// User to run as when started as root (`-u`).
@@ -100,6 +102,7 @@ impl Default for Config {
             item_size_max: 1024 * 1024,
             disable_flush_all: false,
             prefix_delimiter: ':',
+            prefix_delimiter_set: false,
             pidfile: None,
             user: None,
             idle_timeout: 0,
@@ -130,9 +133,7 @@ pub fn parse_size(s: &str) -> Option<usize> {
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.trim()
-        .parse()
-        .map_err(|_| format!("Invalid value for {flag}: '{v}'"))
+    v.trim().parse().map_err(|_| format!("Invalid value for {flag}: '{v}'"))
 }
 
 /// Options of `-o` that only tune memcached internals sqlcached does not have.
@@ -186,10 +187,7 @@ impl Config {
         let mut item_size_set = false;
         while let Some(arg) = p.next().map_err(|e| e.to_string())? {
             let val = |p: &mut lexopt::Parser| -> Result<String, String> {
-                p.value()
-                    .map_err(|e| e.to_string())?
-                    .into_string()
-                    .map_err(|_| "invalid UTF-8".to_string())
+                p.value().map_err(|e| e.to_string())?.into_string().map_err(|_| "invalid UTF-8".to_string())
             };
             match arg {
                 Short('p') | Long("port") => c.port = num("-p", &val(&mut p)?)?,
@@ -221,7 +219,10 @@ impl Config {
                 Long("verbose") => c.verbose += 1,
                 Short('h') | Long("help") => return Ok(Action::Print(usage())),
                 Short('V') | Long("version") => {
-                    return Ok(Action::Print(format!("sqlcached {} (memcached 1.6.18 compatible)\n", env!("CARGO_PKG_VERSION"))))
+                    return Ok(Action::Print(format!(
+                        "sqlcached {} (memcached 1.6.18 compatible)\n",
+                        env!("CARGO_PKG_VERSION")
+                    )))
                 }
                 Short('i') | Long("license") => return Ok(Action::Print(LICENSE.to_string())),
                 Short('t') | Long("threads") => {
@@ -243,7 +244,11 @@ impl Config {
                         "auto" => Protocol::Auto,
                         "ascii" => Protocol::Ascii,
                         "binary" => Protocol::Binary,
-                        other => return Err(format!("Invalid value for binding protocol: {other}\n -- should be one of auto, binary, or ascii")),
+                        other => {
+                            return Err(format!(
+                            "Invalid value for binding protocol: {other}\n -- should be one of auto, binary, or ascii"
+                        ))
+                        }
                     }
                 }
                 Short('I') | Long("max-item-size") => {
@@ -255,6 +260,7 @@ impl Config {
                 Short('D') => {
                     let v = val(&mut p)?;
                     c.prefix_delimiter = v.chars().next().ok_or("-D needs a character")?;
+                    c.prefix_delimiter_set = true;
                 }
                 Short('P') | Long("pidfile") => c.pidfile = Some(val(&mut p)?),
                 Short('u') | Long("user") => c.user = Some(val(&mut p)?),
@@ -264,7 +270,11 @@ impl Config {
                 Short('f') | Long("slab-growth-factor") | Short('n') | Long("slab-min-size") => {
                     val(&mut p)?;
                 }
-                Short('L') | Long("enable-largepages") | Short('X') | Long("disable-dumping") | Short('W')
+                Short('L')
+                | Long("enable-largepages")
+                | Short('X')
+                | Long("disable-dumping")
+                | Short('W')
                 | Long("disable-watch") => {}
                 Short('o') | Long("extended") => {
                     for opt in val(&mut p)?.split(',') {
@@ -276,13 +286,20 @@ impl Config {
                         }
                     }
                 }
-                Short('d') | Long("daemon") => {
-                    return Err("-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)".into())
+                Short('d') | Long("daemon") => return Err(
+                    "-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)"
+                        .into(),
+                ),
+                Short('S') | Long("enable-sasl") => {
+                    return Err("-S: SASL authentication is not supported by sqlcached".into())
                 }
-                Short('S') | Long("enable-sasl") => return Err("-S: SASL authentication is not supported by sqlcached".into()),
-                Short('Y') | Long("auth-file") => return Err("-Y: ASCII authentication is not supported by sqlcached".into()),
+                Short('Y') | Long("auth-file") => {
+                    return Err("-Y: ASCII authentication is not supported by sqlcached".into())
+                }
                 Short('Z') | Long("enable-ssl") => return Err("-Z: TLS is not supported by sqlcached".into()),
-                Short('e') | Long("memory-file") => return Err("-e: memory files are not supported by sqlcached".into()),
+                Short('e') | Long("memory-file") => {
+                    return Err("-e: memory files are not supported by sqlcached".into())
+                }
                 _ => return Err(arg.unexpected().to_string()),
             }
         }

@@ -30,11 +30,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     worker: Arc<WorkerStats>,
     info: Arc<ConnInfo>,
 ) {
-    let ctx = Ctx {
-        shared: &shared,
-        worker: &worker,
-        conn: &info,
-    };
+    let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut proto = match shared.cfg.protocol {
@@ -62,8 +58,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(n) => n,
         };
         worker.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        info.last_cmd
-            .store(shared.engine.clock().now(), Ordering::Relaxed);
+        info.last_cmd.store(shared.engine.clock().now(), Ordering::Relaxed);
         let p = proto.get_or_insert_with(|| {
             if rbuf[0] == protocol_memcache::binary::REQUEST_MAGIC {
                 Proto::Binary(BinaryState::default())
@@ -77,9 +72,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let mut budget = per_event;
             let (used, flow) = match p {
                 Proto::Text(st) => text::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
-                Proto::Binary(st) => {
-                    binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget)
-                }
+                Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
             };
             start += used;
             if flow != Flow::Continue || budget > 0 {
@@ -108,15 +101,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let _ = sock.shutdown().await;
 }
 
-async fn write<S: AsyncWrite + Unpin>(
-    sock: &mut S,
-    out: &mut Vec<u8>,
-    worker: &WorkerStats,
-) -> std::io::Result<()> {
+async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {
     sock.write_all(out).await?;
-    worker
-        .bytes_written
-        .fetch_add(out.len() as u64, Ordering::Relaxed);
+    worker.bytes_written.fetch_add(out.len() as u64, Ordering::Relaxed);
     out.clear();
     Ok(())
 }

@@ -15,11 +15,7 @@ use crate::workers::{Incoming, Workers};
 /// `[v6]:port`), or all interfaces.
 pub fn addresses(listen: &[String], port: u16) -> std::io::Result<Vec<SocketAddr>> {
     let mut out = Vec::new();
-    let specs: Vec<String> = if listen.is_empty() {
-        vec!["0.0.0.0".into()]
-    } else {
-        listen.to_vec()
-    };
+    let specs: Vec<String> = if listen.is_empty() { vec!["0.0.0.0".into()] } else { listen.to_vec() };
     for spec in specs {
         let with_port = if spec.starts_with('[') {
             if spec.contains("]:") {
@@ -75,10 +71,7 @@ const TOO_MANY: &[u8] = b"ERROR Too many open connections\r\n";
 
 /// Accept TCP connections forever on this thread.
 pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
-    let local = l
-        .local_addr()
-        .map(|a| format!("tcp:{a}"))
-        .unwrap_or_default();
+    let local = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default();
     loop {
         match l.accept() {
             Ok((mut s, peer)) => {
@@ -86,12 +79,7 @@ pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
                     let _ = s.write_all(TOO_MANY);
                     continue;
                 }
-                workers.dispatch(
-                    &shared,
-                    Incoming::Tcp(s),
-                    format!("tcp:{peer}"),
-                    local.clone(),
-                );
+                workers.dispatch(&shared, Incoming::Tcp(s), format!("tcp:{peer}"), local.clone());
             }
             Err(e) => {
                 if shared.verbose() > 0 {
@@ -112,12 +100,7 @@ pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: 
                     let _ = s.write_all(TOO_MANY);
                     continue;
                 }
-                workers.dispatch(
-                    &shared,
-                    Incoming::Unix(s),
-                    format!("unix:{path}"),
-                    format!("unix:{path}"),
-                );
+                workers.dispatch(&shared, Incoming::Unix(s), format!("unix:{path}"), format!("unix:{path}"));
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
         }

@@ -8,6 +8,7 @@ mod binary;
 mod config;
 mod conn;
 mod ctx;
+mod detail;
 mod listen;
 mod meta;
 mod shared;
@@ -67,35 +68,25 @@ fn run(cfg: Config) -> std::io::Result<()> {
         let l = listen::bind_unix(path, cfg.unix_mask)?;
         let (s, w, p) = (shared.clone(), workers.clone(), path.clone());
         threads.push(
-            std::thread::Builder::new()
-                .name("accept-unix".into())
-                .spawn(move || listen::accept_unix(l, p, s, w))?,
+            std::thread::Builder::new().name("accept-unix".into()).spawn(move || listen::accept_unix(l, p, s, w))?,
         );
     } else {
         if cfg.port != 0 {
             for addr in listen::addresses(&cfg.listen, cfg.port)? {
-                let l = listen::bind_tcp(addr, cfg.backlog).map_err(|e| {
-                    std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}"))
-                })?;
+                let l = listen::bind_tcp(addr, cfg.backlog)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
                 let (s, w) = (shared.clone(), workers.clone());
                 threads.push(
-                    std::thread::Builder::new()
-                        .name("accept".into())
-                        .spawn(move || listen::accept_tcp(l, s, w))?,
+                    std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?,
                 );
             }
         }
         if cfg.udp_port != 0 {
             for addr in listen::addresses(&cfg.listen, cfg.udp_port)? {
-                let sock = std::net::UdpSocket::bind(addr).map_err(|e| {
-                    std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}"))
-                })?;
+                let sock = std::net::UdpSocket::bind(addr)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}")))?;
                 let (s, w) = (shared.clone(), shared.workers[0].clone());
-                threads.push(
-                    std::thread::Builder::new()
-                        .name("udp".into())
-                        .spawn(move || udp::serve(sock, s, w))?,
-                );
+                threads.push(std::thread::Builder::new().name("udp".into()).spawn(move || udp::serve(sock, s, w))?);
             }
         }
     }
@@ -103,12 +94,10 @@ fn run(cfg: Config) -> std::io::Result<()> {
     if let Some(pidfile) = &cfg.pidfile {
         std::fs::write(pidfile, format!("{}\n", std::process::id()))?;
     }
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            unix::wait_for_signal();
-            let _ = tx.send(());
-        })?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        unix::wait_for_signal();
+        let _ = tx.send(());
+    })?;
     let _ = rx.recv();
     if let Some(pidfile) = &cfg.pidfile {
         let _ = std::fs::remove_file(pidfile);

@@ -8,6 +8,7 @@ use engine::Engine;
 use parking_lot::Mutex;
 
 use crate::config::Config;
+use crate::detail::Detail;
 
 /// Counters one worker thread updates (so workers never share a cache line).
 #[derive(Default)]
@@ -56,14 +57,16 @@ pub struct Shared {
     pub shutting_down: AtomicBool,
     /// Wakes the main thread for shutdown.
     pub shutdown: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// Per-prefix counters (`stats detail`).
+    pub detail: Detail,
 }
 
 impl Shared {
     /// New shared state for `threads` workers.
     pub fn new(cfg: Config, engine: Engine) -> Shared {
-        let workers = (0..cfg.threads)
-            .map(|_| Arc::new(WorkerStats::default()))
-            .collect();
+        let cfg_delimiter = cfg.prefix_delimiter as u8;
+        let cfg_detail = cfg.prefix_delimiter_set;
+        let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
         Shared {
             verbose: AtomicU32::new(cfg.verbose),
             cfg,
@@ -76,6 +79,7 @@ impl Shared {
             next_conn: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
+            detail: Detail::new(cfg_delimiter, cfg_detail),
         }
     }
 
@@ -106,9 +110,6 @@ impl Shared {
 
     /// Sum a worker counter.
     pub fn sum(&self, f: impl Fn(&WorkerStats) -> &AtomicU64) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| f(w).load(Ordering::Relaxed))
-            .sum()
+        self.workers.iter().map(|w| f(w).load(Ordering::Relaxed)).sum()
     }
 }

@@ -33,9 +33,7 @@ pub fn class_of(size: usize) -> u32 {
 
 /// Chunk size of class `cls`.
 pub fn class_size(cls: u32) -> u32 {
-    sizes()
-        .nth(cls.saturating_sub(1) as usize)
-        .unwrap_or(524_288)
+    sizes().nth(cls.saturating_sub(1) as usize).unwrap_or(524_288)
 }
 
 #[cfg(test)]

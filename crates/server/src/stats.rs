@@ -27,19 +27,25 @@ pub fn execute(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
         b"slabs" => slabs(ctx, out),
         b"conns" => conns(ctx, out),
         b"detail" => {
-            let msg: &[u8] = match args.get(1) {
-                b"on" | b"off" => b"OK\r\n",
-                b"dump" => b"END\r\n",
-                _ => b"CLIENT_ERROR usage: stats detail on|off|dump\r\n",
-            };
-            out.extend_from_slice(msg);
+            match args.get(1) {
+                b"on" => {
+                    ctx.shared.detail.set_enabled(true);
+                    out.extend_from_slice(b"OK\r\n");
+                }
+                b"off" => {
+                    ctx.shared.detail.set_enabled(false);
+                    out.extend_from_slice(b"OK\r\n");
+                }
+                b"dump" => ctx.shared.detail.dump(out),
+                _ => out.extend_from_slice(b"CLIENT_ERROR usage: stats detail on|off|dump\r\n"),
+            }
             return Flow::Continue;
         }
         b"sizes" => {
             out.extend_from_slice(b"STAT sizes_status disabled\r\n");
         }
         b"cachedump" => {
-            out.extend_from_slice(b"CLIENT_ERROR stats cachedump not allowed\r\n");
+            cachedump(args, ctx, out);
             return Flow::Continue;
         }
         _ => {
@@ -76,26 +82,10 @@ fn general(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "rusage_user", &format!("{user:.6}"));
     s(out, "rusage_system", &format!("{sys:.6}"));
     s(out, "max_connections", &sh.cfg.max_connections);
-    s(
-        out,
-        "curr_connections",
-        &sh.curr_connections.load(Ordering::Relaxed),
-    );
-    s(
-        out,
-        "total_connections",
-        &sh.total_connections.load(Ordering::Relaxed),
-    );
-    s(
-        out,
-        "rejected_connections",
-        &sh.rejected_connections.load(Ordering::Relaxed),
-    );
-    s(
-        out,
-        "connection_structures",
-        &sh.curr_connections.load(Ordering::Relaxed),
-    );
+    s(out, "curr_connections", &sh.curr_connections.load(Ordering::Relaxed));
+    s(out, "total_connections", &sh.total_connections.load(Ordering::Relaxed));
+    s(out, "rejected_connections", &sh.rejected_connections.load(Ordering::Relaxed));
+    s(out, "connection_structures", &sh.curr_connections.load(Ordering::Relaxed));
     s(out, "cmd_get", &i.cmd_get);
     s(out, "cmd_set", &i.cmd_set);
     s(out, "cmd_flush", &e.cmd_flush);
@@ -147,27 +137,11 @@ fn settings(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "maxconns", &c.max_connections);
     s(out, "tcpport", &c.port);
     s(out, "udpport", &c.udp_port);
-    s(
-        out,
-        "inter",
-        &if c.listen.is_empty() {
-            "NULL".to_string()
-        } else {
-            c.listen.join(",")
-        },
-    );
+    s(out, "inter", &if c.listen.is_empty() { "NULL".to_string() } else { c.listen.join(",") });
     s(out, "verbosity", &ctx.shared.verbose());
     s(out, "oldest", &0);
-    s(
-        out,
-        "evictions",
-        &if c.disable_evictions { "off" } else { "on" },
-    );
-    s(
-        out,
-        "domain_socket",
-        &c.unix_socket.clone().unwrap_or_else(|| "NULL".into()),
-    );
+    s(out, "evictions", &if c.disable_evictions { "off" } else { "on" });
+    s(out, "domain_socket", &c.unix_socket.clone().unwrap_or_else(|| "NULL".into()));
     s(out, "umask", &format!("{:o}", c.unix_mask));
     s(out, "shutdown_command", &yn(c.enable_shutdown));
     s(out, "num_threads", &c.threads);
@@ -204,8 +178,7 @@ fn class_stats(ctx: &Ctx<'_>) -> std::collections::BTreeMap<u32, ClassStats> {
     let now = engine.clock().now();
     let mut classes = std::collections::BTreeMap::<u32, ClassStats>::new();
     engine.for_each_item(|it| {
-        let size =
-            engine::item::memcached_item_size(it.key().len(), it.value().len(), it.flags, use_cas);
+        let size = engine::item::memcached_item_size(it.key().len(), it.value().len(), it.flags, use_cas);
         let c = classes.entry(slab::class_of(size)).or_default();
         c.number += 1;
         c.bytes += size as u64;
@@ -235,16 +208,45 @@ fn slabs(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     reply::stat(out, "total_malloced", ctx.shared.engine.mem_used());
 }
 
+/// `stats cachedump <class> <limit>`: keys of one slab class (limit 0: all), as
+/// `ITEM <key> [<bytes> b; <expiry unix time> s]`.
+fn cachedump(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+    use protocol_memcache::number::parse_u32;
+    if args.len() < 3 {
+        out.extend_from_slice(b"CLIENT_ERROR bad command line\r\n");
+        return;
+    }
+    let (Some(id), Some(limit)) = (parse_u32(args.get(1)), parse_u32(args.get(2))) else {
+        out.extend_from_slice(b"CLIENT_ERROR bad command line format\r\n");
+        return;
+    };
+    if id >= 64 {
+        out.extend_from_slice(b"CLIENT_ERROR Illegal slab id\r\n");
+        return;
+    }
+    let engine = &ctx.shared.engine;
+    let use_cas = engine.config().use_cas;
+    let clock = engine.clock();
+    let mut n = 0;
+    engine.for_each_item(|it| {
+        let size = engine::item::memcached_item_size(it.key().len(), it.value().len(), it.flags, use_cas);
+        if slab::class_of(size) != id || (limit != 0 && n >= limit) || out.len() > 2 << 20 {
+            return;
+        }
+        n += 1;
+        out.extend_from_slice(b"ITEM ");
+        out.extend_from_slice(it.key());
+        out.extend_from_slice(format!(" [{} b; {} s]\r\n", it.value().len(), clock.to_unix(it.exptime)).as_bytes());
+    });
+    out.extend_from_slice(reply::END);
+}
+
 fn conns(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let now = ctx.shared.engine.clock().now();
     for (id, c) in ctx.shared.conns.lock().iter() {
         reply::stat(out, &format!("{id}:addr"), &c.addr);
         reply::stat(out, &format!("{id}:listen_addr"), &c.listen_addr);
         reply::stat(out, &format!("{id}:state"), "conn_parse_cmd");
-        reply::stat(
-            out,
-            &format!("{id}:secs_since_last_cmd"),
-            now.saturating_sub(c.last_cmd.load(Ordering::Relaxed)),
-        );
+        reply::stat(out, &format!("{id}:secs_since_last_cmd"), now.saturating_sub(c.last_cmd.load(Ordering::Relaxed)));
     }
 }

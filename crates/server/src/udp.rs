@@ -17,15 +17,8 @@ const FRAME_HEADER: usize = 8;
 
 /// Answer datagrams on `sock` forever.
 pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
-    let local = sock
-        .local_addr()
-        .map(|a| format!("udp:{a}"))
-        .unwrap_or_default();
-    let info = ConnInfo {
-        addr: local.clone(),
-        listen_addr: local,
-        last_cmd: AtomicU32::new(0),
-    };
+    let local = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default();
+    let info = ConnInfo { addr: local.clone(), listen_addr: local, last_cmd: AtomicU32::new(0) };
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::new();
     loop {
@@ -36,32 +29,16 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
             continue;
         }
         let (head, payload) = buf[..n].split_at(FRAME_HEADER);
-        let ctx = Ctx {
-            shared: &shared,
-            worker: &worker,
-            conn: &info,
-        };
+        let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
         out.clear();
         if head[4] != 0 || head[5] != 1 {
             out.extend_from_slice(b"SERVER_ERROR multi-packet request not supported\r\n");
         } else {
             let mut budget = usize::MAX;
             if payload.first() == Some(&protocol_memcache::binary::REQUEST_MAGIC) {
-                binary::process(
-                    payload,
-                    &mut BinaryState::default(),
-                    &ctx,
-                    &mut out,
-                    &mut budget,
-                );
+                binary::process(payload, &mut BinaryState::default(), &ctx, &mut out, &mut budget);
             } else {
-                text::process(
-                    payload,
-                    &mut TextState::default(),
-                    &ctx,
-                    &mut out,
-                    &mut budget,
-                );
+                text::process(payload, &mut TextState::default(), &ctx, &mut out, &mut budget);
             }
         }
         let chunks: Vec<&[u8]> = out.chunks(MAX_DATAGRAM - FRAME_HEADER).collect();

@@ -7,10 +7,7 @@ use crate::config::Config;
 /// Apply `-k` (lock memory) and `-r` (core dumps) at start.
 pub fn apply_process_options(cfg: &Config) -> std::io::Result<()> {
     if cfg.enable_coredumps {
-        let rl = libc::rlimit {
-            rlim_cur: libc::RLIM_INFINITY,
-            rlim_max: libc::RLIM_INFINITY,
-        };
+        let rl = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
         // SAFETY: setrlimit with a valid struct.
         if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &rl) } != 0 {
             eprintln!("failed to ensure corefile creation");
@@ -19,10 +16,7 @@ pub fn apply_process_options(cfg: &Config) -> std::io::Result<()> {
     if cfg.lock_memory {
         // SAFETY: mlockall has no pointer arguments.
         if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-            eprintln!(
-                "warning: -k invalid, mlockall() failed: {}",
-                std::io::Error::last_os_error()
-            );
+            eprintln!("warning: -k invalid, mlockall() failed: {}", std::io::Error::last_os_error());
         }
     }
     Ok(())
@@ -40,17 +34,13 @@ pub fn drop_privileges(cfg: &Config) -> std::io::Result<()> {
     // SAFETY: getpwnam returns a pointer into static storage or null; read it at once.
     let pw = unsafe { libc::getpwnam(name.as_ptr()) };
     if pw.is_null() {
-        return Err(std::io::Error::other(format!(
-            "can't find the user {user} to switch to"
-        )));
+        return Err(std::io::Error::other(format!("can't find the user {user} to switch to")));
     }
     // SAFETY: pw is non-null and points to a valid passwd entry.
     let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
     // SAFETY: plain syscalls.
     if unsafe { libc::setgid(gid) } != 0 || unsafe { libc::setuid(uid) } != 0 {
-        return Err(std::io::Error::other(format!(
-            "failed to assume identity of user {user}"
-        )));
+        return Err(std::io::Error::other(format!("failed to assume identity of user {user}")));
     }
     Ok(())
 }

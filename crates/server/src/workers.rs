@@ -31,46 +31,39 @@ impl Workers {
             let (tx, mut rx) = unbounded_channel::<(Incoming, Arc<ConnInfo>, u64)>();
             let shared = shared.clone();
             let stats = stats.clone();
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            std::thread::Builder::new()
-                .name(format!("worker-{i}"))
-                .spawn(move || {
-                    rt.block_on(async move {
-                        while let Some((sock, info, id)) = rx.recv().await {
-                            let shared = shared.clone();
-                            let stats = stats.clone();
-                            tokio::spawn(async move {
-                                match sock {
-                                    Incoming::Tcp(s) => {
-                                        let _ = s.set_nodelay(true);
-                                        if s.set_nonblocking(true).is_ok() {
-                                            if let Ok(s) = tokio::net::TcpStream::from_std(s) {
-                                                conn::serve(s, shared.clone(), stats, info).await;
-                                            }
-                                        }
-                                    }
-                                    Incoming::Unix(s) => {
-                                        if s.set_nonblocking(true).is_ok() {
-                                            if let Ok(s) = tokio::net::UnixStream::from_std(s) {
-                                                conn::serve(s, shared.clone(), stats, info).await;
-                                            }
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            std::thread::Builder::new().name(format!("worker-{i}")).spawn(move || {
+                rt.block_on(async move {
+                    while let Some((sock, info, id)) = rx.recv().await {
+                        let shared = shared.clone();
+                        let stats = stats.clone();
+                        tokio::spawn(async move {
+                            match sock {
+                                Incoming::Tcp(s) => {
+                                    let _ = s.set_nodelay(true);
+                                    if s.set_nonblocking(true).is_ok() {
+                                        if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                                            conn::serve(s, shared.clone(), stats, info).await;
                                         }
                                     }
                                 }
-                                shared.conns.lock().remove(&id);
-                                shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                            });
-                        }
-                    });
-                })?;
+                                Incoming::Unix(s) => {
+                                    if s.set_nonblocking(true).is_ok() {
+                                        if let Ok(s) = tokio::net::UnixStream::from_std(s) {
+                                            conn::serve(s, shared.clone(), stats, info).await;
+                                        }
+                                    }
+                                }
+                            }
+                            shared.conns.lock().remove(&id);
+                            shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            })?;
             senders.push(tx);
         }
-        Ok(Workers {
-            senders,
-            next: AtomicUsize::new(0),
-        })
+        Ok(Workers { senders, next: AtomicUsize::new(0) })
     }
 
     /// Hand a new connection to the next worker, round robin.

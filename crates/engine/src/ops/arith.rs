@@ -89,10 +89,7 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
     let use_cas = engine.config().use_cas;
     let mut a = engine.access(req.key);
     let now = a.now();
-    let found = a
-        .lookup()
-        .ok()
-        .map(|it| (it.cas, it.flags, it.exptime, it.value().len()));
+    let found = a.lookup().ok().map(|it| (it.cas, it.flags, it.exptime, it.value().len()));
     let Some((cas, flags, exptime, len)) = found else {
         if req.incr {
             a.stats().incr_misses += 1;
@@ -105,11 +102,7 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
         let rel = engine.clock().realtime(exp);
         let item = Item::new(req.key, &[initial.to_string().as_bytes()], 0, rel, now);
         return match a.store(item) {
-            Ok(c) => ArithOutcome::Done {
-                value: initial,
-                cas: if use_cas { c } else { 0 },
-                created: true,
-            },
+            Ok(c) => ArithOutcome::Done { value: initial, cas: if use_cas { c } else { 0 }, created: true },
             Err(_) => ArithOutcome::NoMemory,
         };
     };
@@ -118,29 +111,18 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
     }
     let it = a.lookup().expect("present");
     // Like memcached, the value is parsed as a C string followed by "\r\n".
-    let current = if len == 0 {
-        None
-    } else {
-        parse_u64_value(it.value())
-    };
+    let current = if len == 0 { None } else { parse_u64_value(it.value()) };
     let Some(current) = current else {
         return ArithOutcome::NonNumeric;
     };
-    let value = if req.incr {
-        current.wrapping_add(req.delta)
-    } else {
-        current.saturating_sub(req.delta)
-    };
+    let value = if req.incr { current.wrapping_add(req.delta) } else { current.saturating_sub(req.delta) };
     if req.incr {
         a.stats().incr_hits += 1;
     } else {
         a.stats().decr_hits += 1;
     }
     let text = value.to_string();
-    let new_exptime = req
-        .touch
-        .map(|t| engine.clock().realtime(t))
-        .unwrap_or(exptime);
+    let new_exptime = req.touch.map(|t| engine.clock().realtime(t)).unwrap_or(exptime);
     let new_cas;
     if text.len() <= len {
         // memcached rewrites in place and pads with spaces when the number got shorter.
@@ -159,11 +141,7 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
             Err(_) => return ArithOutcome::NoMemory,
         }
     }
-    ArithOutcome::Done {
-        value,
-        cas: if use_cas { new_cas } else { 0 },
-        created: false,
-    }
+    ArithOutcome::Done { value, cas: if use_cas { new_cas } else { 0 }, created: false }
 }
 
 /// Parse a stored value as memcached does: as a C string (up to a NUL) that memcached

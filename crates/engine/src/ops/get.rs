@@ -12,21 +12,18 @@ pub struct GetOptions {
 
 /// Look `key` up and hand the live item (if any) to `f` while the shard is locked,
 /// counting hits and misses as memcached does.
-pub fn get<R>(
-    engine: &Engine,
-    key: &[u8],
-    opts: GetOptions,
-    f: impl FnOnce(Option<&Item>) -> R,
-) -> R {
+pub fn get<R>(engine: &Engine, key: &[u8], opts: GetOptions, f: impl FnOnce(Option<&Item>) -> R) -> R {
     let mut a = engine.access(key);
     let touched = opts.touch.map(|t| engine.clock().realtime(t));
     let found = a.lookup().map(|_| ());
     {
         let st = a.stats();
+        // memcached counts gat/touch as touch commands, not gets.
         if touched.is_some() {
             st.cmd_touch += 1;
+        } else {
+            st.cmd_get += 1;
         }
-        st.cmd_get += 1;
         match found {
             Ok(()) => {
                 if touched.is_some() {
@@ -53,12 +50,14 @@ pub fn get<R>(
         return f(None);
     }
     a.bump();
+    // The reply shows the item as found; the new TTL applies after (so `gat -1` still
+    // returns the value once, as in memcached).
+    let r = f(a.lookup().ok().map(|it| &*it));
     if let Some(exp) = touched {
         if let Ok(it) = a.lookup() {
             it.exptime = exp;
         }
         a.changed();
     }
-    let it = a.lookup().ok().map(|it| &*it);
-    f(it)
+    r
 }

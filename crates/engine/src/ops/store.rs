@@ -67,13 +67,11 @@ pub fn item_too_large(engine: &Engine, key_len: usize, value_len: usize, flags: 
 /// Carry out a storage command.
 pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
     let exptime = engine.clock().realtime(req.exptime);
+    let use_cas = engine.config().use_cas;
     let mut a = engine.access(req.key);
     a.stats().cmd_set += 1;
     let now = a.now();
-    let old = a
-        .lookup()
-        .ok()
-        .map(|it| (it.cas, it.flags, it.exptime, it.bits));
+    let old = a.lookup().ok().map(|it| (it.cas, it.flags, it.exptime, it.bits));
     let new_item = |parts: &[&[u8]], flags, exptime| Item::new(req.key, parts, flags, exptime, now);
     let mut bits = 0;
     let item = match (old, req.mode) {
@@ -82,10 +80,11 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
             return StoreOutcome::NotStored;
         }
         (Some((cas, _, old_exp, old_bits)), StoreMode::Cas) => {
-            if req.cas == cas {
+            // With CAS off (-C) items carry no unique, so a CAS store never matches.
+            if req.cas == cas && use_cas {
                 a.stats().cas_hits += 1;
                 new_item(&[req.value], req.flags, exptime)
-            } else if req.set_stale && req.cas < cas {
+            } else if use_cas && req.set_stale && req.cas < cas {
                 a.stats().cas_hits += 1;
                 bits = STALE | (old_bits & WON);
                 new_item(&[req.value], req.flags, old_exp)
@@ -95,10 +94,13 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
             }
         }
         (Some((cas, flags, old_exp, _)), StoreMode::Append | StoreMode::Prepend) => {
-            if req.cas != 0 && req.cas != cas {
+            if use_cas && req.cas != 0 && req.cas != cas {
                 return StoreOutcome::Exists;
             }
             let it = a.lookup().expect("present");
+            if item_too_large(engine, req.key.len(), it.value().len() + req.value.len(), flags) {
+                return StoreOutcome::NotStored;
+            }
             let old_value = it.value().to_vec();
             if req.mode == StoreMode::Append {
                 new_item(&[&old_value, req.value], flags, old_exp)
@@ -106,9 +108,7 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
                 new_item(&[req.value, &old_value], flags, old_exp)
             }
         }
-        (Some(_), StoreMode::Set | StoreMode::Replace) => {
-            new_item(&[req.value], req.flags, exptime)
-        }
+        (Some(_), StoreMode::Set | StoreMode::Replace) => new_item(&[req.value], req.flags, exptime),
         (None, StoreMode::Cas) => {
             a.stats().cas_misses += 1;
             return StoreOutcome::NotFound;

@@ -61,10 +61,7 @@ const BAD_TOKEN: &str = "CLIENT_ERROR bad token in command line format";
 
 impl Flags {
     /// Parse flag tokens; returns the flags and the (decoded) key, or memcached's error.
-    pub fn parse<'a>(
-        key: &'a [u8],
-        tokens: &[&[u8]],
-    ) -> Result<(Flags, Cow<'a, [u8]>), &'static str> {
+    pub fn parse<'a>(key: &'a [u8], tokens: &[&[u8]]) -> Result<(Flags, Cow<'a, [u8]>), &'static str> {
         let mut f = Flags::default();
         let mut key = Cow::Borrowed(key);
         let mut seen = [false; 128];

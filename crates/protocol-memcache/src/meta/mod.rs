@@ -102,33 +102,21 @@ pub fn parse<'a>(c: u8, t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
     let (flags, key) = match Flags::parse(key, t.from(2)) {
         Ok(v) => v,
         Err(e) if cmd == MetaCmd::Get => return Err(ParseError::reply(e)),
-        Err(_) => return Err(ParseError::reply("CLIENT_ERROR invalid flag")),
+        Err(_) => return Err(ParseError::reply("CLIENT_ERROR invalid or duplicate flag")),
     };
     if cmd == MetaCmd::Arith {
         if let Some(m) = flags.mode {
-            if !matches!(m, b'I' | b'i' | b'+' | b'D' | b'd' | b'-') {
-                return Err(ParseError::reply(
-                    "CLIENT_ERROR invalid mode for ma M token",
-                ));
+            if !matches!(m, b'I' | b'+' | b'D' | b'-') {
+                return Err(ParseError::reply("CLIENT_ERROR invalid mode for ma M token"));
             }
         }
     }
     check_opaque(t.from(2))?;
-    Ok(MetaRequest {
-        cmd,
-        key,
-        datalen: 0,
-        flags,
-        tokens: t.clone(),
-        first_flag: 2,
-    })
+    Ok(MetaRequest { cmd, key, datalen: 0, flags, tokens: t.clone(), first_flag: 2 })
 }
 
 fn check_opaque(flags: &[&[u8]]) -> Result<(), ParseError> {
-    if flags
-        .iter()
-        .any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH)
-    {
+    if flags.iter().any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH) {
         return Err(ParseError::reply("CLIENT_ERROR opaque token too long"));
     }
     Ok(())
@@ -151,17 +139,9 @@ fn parse_set<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
         Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
         _ => return Err(BAD_FORMAT),
     };
-    let swallow = |msg| ParseError {
-        msg,
-        silent: false,
-        swallow: vlen + 2,
-        close: false,
-    };
+    let swallow = |msg| ParseError { msg, silent: false, swallow: vlen + 2, close: false };
     let (flags, key) = Flags::parse(t.get(1), t.from(3)).map_err(swallow)?;
-    if t.from(3)
-        .iter()
-        .any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH)
-    {
+    if t.from(3).iter().any(|f| f.first() == Some(&b'O') && f.len() > MAX_OPAQUE_LENGTH) {
         return Err(swallow("CLIENT_ERROR opaque token too long"));
     }
     if let Some(m) = flags.mode {
@@ -169,14 +149,7 @@ fn parse_set<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
             return Err(swallow("CLIENT_ERROR invalid mode for ms M token"));
         }
     }
-    Ok(MetaRequest {
-        cmd: MetaCmd::Set,
-        key,
-        datalen: vlen,
-        flags,
-        tokens: t.clone(),
-        first_flag: 3,
-    })
+    Ok(MetaRequest { cmd: MetaCmd::Set, key, datalen: vlen, flags, tokens: t.clone(), first_flag: 3 })
 }
 
 /// `me <key> [b]`.
@@ -190,18 +163,11 @@ fn parse_debug<'a>(t: &Tokens<'a>) -> Result<MetaRequest<'a>, ParseError> {
     if t.get(2) == b"b" {
         match flags::decode_key(t.get(1)) {
             Some(k) => key = Cow::Owned(k),
-            None => return Err(ParseError::reply("CLIENT_ERROR error decoding key")),
+            None => return Err(BAD_FORMAT),
         }
         flags.base64 = true;
     }
-    Ok(MetaRequest {
-        cmd: MetaCmd::Debug,
-        key,
-        datalen: 0,
-        flags,
-        tokens: t.clone(),
-        first_flag: t.len(),
-    })
+    Ok(MetaRequest { cmd: MetaCmd::Debug, key, datalen: 0, flags, tokens: t.clone(), first_flag: t.len() })
 }
 
 /// Append ` <c><value>` to a reply line.

@@ -142,22 +142,12 @@ pub struct ParseError {
 impl ParseError {
     /// An error reply.
     pub const fn reply(msg: &'static str) -> ParseError {
-        ParseError {
-            msg,
-            silent: false,
-            swallow: 0,
-            close: false,
-        }
+        ParseError { msg, silent: false, swallow: 0, close: false }
     }
 
     /// An error reply, suppressed if `silent`.
     pub const fn maybe_silent(msg: &'static str, silent: bool) -> ParseError {
-        ParseError {
-            msg,
-            silent,
-            swallow: 0,
-            close: false,
-        }
+        ParseError { msg, silent, swallow: 0, close: false }
     }
 }
 
@@ -189,10 +179,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
                 return Err(ERROR);
             }
             let keys = &line[offset(line, t.get(1))..];
-            Ok(Command::Get {
-                cas: cmd == b"gets",
-                keys,
-            })
+            Ok(Command::Get { cas: cmd == b"gets", keys })
         }
         b"gat" | b"gats" => {
             if ntokens < 3 {
@@ -205,11 +192,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
                 2 => &[][..],
                 _ => &line[offset(line, t.get(2))..],
             };
-            Ok(Command::Gat {
-                cas: cmd == b"gats",
-                exptime,
-                keys,
-            })
+            Ok(Command::Gat { cas: cmd == b"gats", exptime, keys })
         }
         b"set" => store(StoreCmd::Set),
         b"add" => store(StoreCmd::Add),
@@ -226,17 +209,9 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
                 return Err(ParseError::maybe_silent(BAD_FORMAT, noreply));
             }
             let Some(delta) = parse_u64(t.get(2)) else {
-                return Err(ParseError::maybe_silent(
-                    "CLIENT_ERROR invalid numeric delta argument",
-                    noreply,
-                ));
+                return Err(ParseError::maybe_silent("CLIENT_ERROR invalid numeric delta argument", noreply));
             };
-            Ok(Command::Arith {
-                incr: cmd == b"incr",
-                key,
-                delta,
-                noreply,
-            })
+            Ok(Command::Arith { incr: cmd == b"incr", key, delta, noreply })
         }
         b"delete" => {
             if !(3..=5).contains(&ntokens) {
@@ -244,8 +219,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
             }
             if ntokens > 3 {
                 let hold_is_zero = t.get(2) == b"0";
-                let valid = (ntokens == 4 && (hold_is_zero || noreply))
-                    || (ntokens == 5 && hold_is_zero && noreply);
+                let valid = (ntokens == 4 && (hold_is_zero || noreply)) || (ntokens == 5 && hold_is_zero && noreply);
                 if !valid {
                     return Err(ParseError::maybe_silent(
                         "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
@@ -268,16 +242,9 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
                 return Err(ParseError::maybe_silent(BAD_FORMAT, noreply));
             }
             let Some(exptime) = parse_i32(t.get(2)) else {
-                return Err(ParseError::maybe_silent(
-                    "CLIENT_ERROR invalid exptime argument",
-                    noreply,
-                ));
+                return Err(ParseError::maybe_silent("CLIENT_ERROR invalid exptime argument", noreply));
             };
-            Ok(Command::Touch {
-                key,
-                exptime,
-                noreply,
-            })
+            Ok(Command::Touch { key, exptime, noreply })
         }
         b"flush_all" => {
             if !(2..=4).contains(&ntokens) {
@@ -288,10 +255,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
                 match parse_i32(t.get(1)) {
                     Some(d) => delay = d,
                     None => {
-                        return Err(ParseError::maybe_silent(
-                            "CLIENT_ERROR invalid exptime argument",
-                            noreply,
-                        ));
+                        return Err(ParseError::maybe_silent("CLIENT_ERROR invalid exptime argument", noreply));
                     }
                 }
             }
@@ -331,10 +295,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
         _ => {
             // memcached hangs up on what looks like an HTTP request.
             if t.last().starts_with(b"HTTP/") {
-                return Err(ParseError {
-                    close: true,
-                    ..ERROR
-                });
+                return Err(ParseError { close: true, ..ERROR });
             }
             Err(ERROR)
         }
@@ -342,17 +303,9 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
 }
 
 /// `process_update_command`.
-fn parse_store<'a>(
-    t: &Tokens<'a>,
-    cmd: StoreCmd,
-    noreply: bool,
-) -> Result<Command<'a>, ParseError> {
+fn parse_store<'a>(t: &Tokens<'a>, cmd: StoreCmd, noreply: bool) -> Result<Command<'a>, ParseError> {
     let ntokens = t.len() + 1;
-    let ok = if cmd == StoreCmd::Cas {
-        ntokens == 7 || ntokens == 8
-    } else {
-        ntokens == 6 || ntokens == 7
-    };
+    let ok = if cmd == StoreCmd::Cas { ntokens == 7 || ntokens == 8 } else { ntokens == 6 || ntokens == 7 };
     if !ok {
         return Err(ERROR);
     }
@@ -361,11 +314,8 @@ fn parse_store<'a>(
     if key.len() > KEY_MAX_LENGTH {
         return Err(bad);
     }
-    let (Some(flags), Some(exptime), Some(vlen)) = (
-        parse_u32(t.get(2)),
-        parse_i32(t.get(3)),
-        parse_i32(t.get(4)),
-    ) else {
+    let (Some(flags), Some(exptime), Some(vlen)) = (parse_u32(t.get(2)), parse_i32(t.get(3)), parse_i32(t.get(4)))
+    else {
         return Err(bad);
     };
     let mut cas = 0;
@@ -375,13 +325,5 @@ fn parse_store<'a>(
     if !(0..=i32::MAX - 2).contains(&vlen) {
         return Err(bad);
     }
-    Ok(Command::Store {
-        cmd,
-        key,
-        flags,
-        exptime,
-        bytes: vlen as usize,
-        cas,
-        noreply,
-    })
+    Ok(Command::Store { cmd, key, flags, exptime, bytes: vlen as usize, cas, noreply })
 }

@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let f = &m.flags;
     let engine = &ctx.shared.engine;
-    let incr = !matches!(f.mode, Some(b'D' | b'd' | b'-'));
+    let incr = !matches!(f.mode, Some(b'D' | b'-'));
     let req = ArithRequest {
         key: &m.key,
         incr,
@@ -22,9 +22,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let (value, created) = match ops::arith(engine, &req) {
         ArithOutcome::Done { value, created, .. } => (value, created),
         ArithOutcome::NonNumeric => {
-            out.extend_from_slice(
-                b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
-            );
+            out.extend_from_slice(b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
             return;
         }
         ArithOutcome::NoMemory => {
@@ -32,11 +30,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             return;
         }
         other => {
-            out.extend_from_slice(if other == ArithOutcome::Exists {
-                b"EX"
-            } else {
-                b"NF"
-            });
+            out.extend_from_slice(if other == ArithOutcome::Exists { b"EX" } else { b"NF" });
             echo_opaque_and_key(m, f.base64, out);
             out.extend_from_slice(b"\r\n");
             return;

@@ -3,7 +3,6 @@
 use engine::item::{memcached_item_size, FETCHED, KEY_BINARY};
 use protocol_memcache::meta::{self, MetaRequest};
 
-use super::ttl_left;
 use crate::ctx::Ctx;
 
 /// Run `me`.
@@ -28,7 +27,8 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     }
     let line = format!(
         " exp={} la={} cas={} fetch={} cls={} size={}\r\n",
-        ttl_left(it.exptime, now),
+        // memcached 1.6.18 prints now - exptime here (negative while the item lives).
+        if it.exptime == 0 { -1 } else { now as i64 - it.exptime as i64 },
         now.wrapping_sub(it.atime),
         if use_cas { it.cas } else { 0 },
         if it.has(FETCHED) { "yes" } else { "no" },

@@ -16,10 +16,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let now = a.now();
     let mut created = false;
     // On a miss with `N`, a stub item with no data: this client wins the right to fill it.
-    if a.lookup().is_err()
-        && f.vivify.is_some()
-        && a.store(Item::new(&m.key, &[], 0, 0, now)).is_ok()
-    {
+    if a.lookup().is_err() && f.vivify.is_some() && a.store(Item::new(&m.key, &[], 0, 0, now)).is_ok() {
         created = true;
     }
     let use_cas = engine.config().use_cas;

@@ -16,7 +16,8 @@ use crate::ctx::{Ctx, Flow};
 
 /// Run a meta command; `block` is the `ms` data block (with its `\r\n`).
 pub fn execute(m: MetaRequest<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
-    if m.cmd != MetaCmd::Noop {
+    // memcached's `cmd_meta` counts only `me`.
+    if m.cmd == MetaCmd::Debug {
         ctx.worker.cmd_meta.fetch_add(1, Ordering::Relaxed);
     }
     match m.cmd {

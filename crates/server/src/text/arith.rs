@@ -7,22 +7,8 @@ use super::say;
 use crate::ctx::{Ctx, Flow};
 
 /// Add to or subtract from a decimal value.
-pub fn execute(
-    incr: bool,
-    key: &[u8],
-    delta: u64,
-    noreply: bool,
-    ctx: &Ctx<'_>,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let req = ArithRequest {
-        key,
-        incr,
-        delta,
-        cas: 0,
-        create: None,
-        touch: None,
-    };
+pub fn execute(incr: bool, key: &[u8], delta: u64, noreply: bool, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+    let req = ArithRequest { key, incr, delta, cas: 0, create: None, touch: None };
     match ops::arith(&ctx.shared.engine, &req) {
         ArithOutcome::Done { value, .. } => {
             if !noreply {

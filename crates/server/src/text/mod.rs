@@ -25,13 +25,7 @@ pub struct TextState {
 
 /// Run as many complete commands from `buf` as allowed by `budget`.
 /// Returns the bytes consumed and what to do next.
-pub fn process(
-    buf: &[u8],
-    st: &mut TextState,
-    ctx: &Ctx<'_>,
-    out: &mut Vec<u8>,
-    budget: &mut usize,
-) -> (usize, Flow) {
+pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>, budget: &mut usize) -> (usize, Flow) {
     let mut pos = 0;
     let max_line = ctx.shared.cfg.item_size_max.max(1 << 20);
     while *budget > 0 {
@@ -98,21 +92,10 @@ pub fn process(
         pos += used;
         let flow = match cmd {
             Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
-            Command::Gat { cas, exptime, keys } => {
-                retrieval::get(keys, cas, Some(exptime), ctx, out)
-            }
+            Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
             Command::Delete { key, noreply } => delete::execute(key, noreply, ctx, out),
-            Command::Arith {
-                incr,
-                key,
-                delta,
-                noreply,
-            } => arith::execute(incr, key, delta, noreply, ctx, out),
-            Command::Touch {
-                key,
-                exptime,
-                noreply,
-            } => touch::execute(key, exptime, noreply, ctx, out),
+            Command::Arith { incr, key, delta, noreply } => arith::execute(incr, key, delta, noreply, ctx, out),
+            Command::Touch { key, exptime, noreply } => touch::execute(key, exptime, noreply, ctx, out),
             Command::Meta(m) => meta::execute(m, None, ctx, out),
             Command::Stats { args } => crate::stats::execute(&args, ctx, out),
             other => admin::execute(other, ctx, out),

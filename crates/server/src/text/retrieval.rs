@@ -6,18 +6,10 @@ use protocol_memcache::text::{reply, split_keys, KEY_MAX_LENGTH};
 use crate::ctx::{Ctx, Flow};
 
 /// Answer a (multi-key) retrieval: one `VALUE` block per hit, then `END`.
-pub fn get(
-    keys: &[u8],
-    with_cas: bool,
-    touch: Option<i32>,
-    ctx: &Ctx<'_>,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub fn get(keys: &[u8], with_cas: bool, touch: Option<i32>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let start = out.len();
     let engine = &ctx.shared.engine;
-    let opts = GetOptions {
-        touch: touch.map(i64::from),
-    };
+    let opts = GetOptions { touch: touch.map(i64::from) };
     let use_cas = engine.config().use_cas;
     for key in split_keys(keys) {
         if key.len() > KEY_MAX_LENGTH {
@@ -27,6 +19,7 @@ pub fn get(
             return Flow::Continue;
         }
         ops::get(engine, key, opts, |it| {
+            ctx.shared.detail.get(key, it.is_some());
             if let Some(it) = it {
                 let cas = with_cas.then_some(if use_cas { it.cas } else { 0 });
                 reply::value(out, key, it.flags, it.value(), cas);

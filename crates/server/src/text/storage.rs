@@ -20,17 +20,11 @@ pub struct Reject {
 pub fn precheck(cmd: &Command<'_>, ctx: &Ctx<'_>) -> Option<Reject> {
     let engine = &ctx.shared.engine;
     let (key, len, flags, noreply, delete_old) = match cmd {
-        Command::Store {
-            cmd,
-            key,
-            bytes,
-            flags,
-            noreply,
-            ..
-        } => (*key, *bytes, *flags, *noreply, *cmd == StoreCmd::Set),
-        Command::Meta(m) if m.cmd == MetaCmd::Set => {
-            (&m.key[..], m.datalen, m.flags.client_flags, false, true)
+        Command::Store { cmd, key, bytes, flags, noreply, .. } => {
+            ctx.shared.detail.set(key);
+            (*key, *bytes, *flags, *noreply, *cmd == StoreCmd::Set)
         }
+        Command::Meta(m) if m.cmd == MetaCmd::Set => (&m.key[..], m.datalen, m.flags.client_flags, false, true),
         _ => return None,
     };
     if !ops::item_too_large(engine, key.len(), len, flags) {
@@ -40,23 +34,12 @@ pub fn precheck(cmd: &Command<'_>, ctx: &Ctx<'_>) -> Option<Reject> {
     if delete_old {
         engine.access(key).remove();
     }
-    Some(Reject {
-        reply: if noreply { b"" } else { reply::TOO_LARGE },
-    })
+    Some(Reject { reply: if noreply { b"" } else { reply::TOO_LARGE } })
 }
 
 /// Store a text command's data block (`block` still ends with its `\r\n`).
 pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
-    let Command::Store {
-        cmd,
-        key,
-        flags,
-        exptime,
-        bytes,
-        cas,
-        noreply,
-    } = *cmd
-    else {
+    let Command::Store { cmd, key, flags, exptime, bytes, cas, noreply } = *cmd else {
         return Flow::Continue;
     };
     if &block[bytes..] != b"\r\n" {

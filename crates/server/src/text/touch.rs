@@ -9,14 +9,6 @@ use crate::ctx::{Ctx, Flow};
 /// Give a key a new TTL.
 pub fn execute(key: &[u8], exptime: i32, noreply: bool, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let hit = ops::touch(&ctx.shared.engine, key, exptime as i64);
-    say(
-        out,
-        noreply,
-        if hit {
-            reply::TOUCHED
-        } else {
-            reply::NOT_FOUND
-        },
-    );
+    say(out, noreply, if hit { reply::TOUCHED } else { reply::NOT_FOUND });
     Flow::Continue
 }
