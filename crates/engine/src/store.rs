@@ -306,6 +306,19 @@ impl<'a> Access<'a> {
         }
     }
 
+    /// Mark the live item as used without fetching it (memcached's `do_item_update`, as
+    /// after a failed `add` or an in-place `incr`): no `FETCHED` bit.
+    pub fn update(&mut self) {
+        if let Some(idx) = self.slot {
+            self.shard.touch(idx);
+            let now = self.now;
+            let it = self.shard.get_mut(idx);
+            if it.atime < now.saturating_sub(ITEM_UPDATE_INTERVAL) {
+                it.atime = now;
+            }
+        }
+    }
+
     /// Remove the item (live or not); returns whether there was one.
     pub fn remove(&mut self) -> bool {
         let idx = match self.slot.take() {

@@ -114,19 +114,15 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             } else {
                 Some(req.touch_expiration().unwrap_or(0) as i64)
             };
-            ops::get(engine, key, GetOptions { touch }, |it| match it {
-                _ if {
-                    ctx.shared.detail.get(key, it.is_some());
-                    false
-                } => {}
-                Some(it) => {
-                    let cas = if use_cas { it.cas } else { 0 };
-                    write_get_hit(out, op, opaque, cas, it.flags, key, it.value());
-                }
-                None => {
-                    if !op.suppresses_reply(Status::KeyNotFound) {
-                        write_get_miss(out, op, opaque, key);
+            ops::get(engine, key, GetOptions { touch }, |it| {
+                ctx.shared.detail.get(key, it.is_some());
+                match it {
+                    Some(it) => {
+                        let cas = if use_cas { it.cas } else { 0 };
+                        write_get_hit(out, op, opaque, cas, it.flags, key, it.value());
                     }
+                    None if op.suppresses_reply(Status::KeyNotFound) => {}
+                    None => write_get_miss(out, op, opaque, key),
                 }
             });
         }

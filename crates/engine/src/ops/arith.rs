@@ -106,6 +106,10 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
             Err(_) => ArithOutcome::NoMemory,
         };
     };
+    // memcached refuses an empty value before it looks at the CAS.
+    if len == 0 {
+        return ArithOutcome::NonNumeric;
+    }
     if req.cas != 0 && req.cas != cas {
         return ArithOutcome::Exists;
     }
@@ -131,7 +135,7 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
         v[..text.len()].copy_from_slice(text.as_bytes());
         v[text.len()..].fill(b' ');
         it.exptime = new_exptime;
-        a.bump();
+        a.update();
         new_cas = a.new_cas();
         a.changed();
     } else {

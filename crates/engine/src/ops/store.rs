@@ -76,7 +76,7 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
     let mut bits = 0;
     let item = match (old, req.mode) {
         (Some(_), StoreMode::Add) => {
-            a.bump();
+            a.update();
             return StoreOutcome::NotStored;
         }
         (Some((cas, _, old_exp, old_bits)), StoreMode::Cas) => {
