@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# Benchmark sqlcached against memcached 1.6.18 with the same load generator, in the same run.
+#
+#   bench/run.sh                                  # all cases a-e, defaults below (~5 min)
+#   bench/run.sh --cases "a d" --duration 15 --reps 5
+#   DURATION=5 REPS=1 CASES="b e" bench/run.sh    # env works too (flags win)
+#   SQLCACHED_BIN=/usr/bin/memcached bench/run.sh # memcached vs memcached (calibration)
+#
+# Cases: a 90/10 get/set | b get only | c 10-key multiget | d pipelined gets (16 in flight)
+#        e capacity with -m 64 (100-byte values) | m memcaslap 90/10 cross-check (not default)
+# Cases a-d: both servers fresh and preloaded, one load generator alternating between them
+# every SLICE s; e, m: one server after the other. Order alternates per repetition; the table
+# shows medians. Traffic goes only to 127.0.0.1. See bench/README.md for the columns.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
+  cat <<EOF
+Flags (each also settable by the env var in capitals):
+  --cases LIST          cases to run, space/comma separated     [CASES="$CASES"]
+  --duration SECS       measured seconds per case per server    [DURATION=$DURATION]
+  --warmup SECS         unmeasured seconds before each run      [WARMUP=$WARMUP]
+  --reps N              repetitions (median reported)           [REPS=$REPS]
+  --threads N           server worker threads, -t, both servers [SERVER_THREADS=$SERVER_THREADS]
+  --memory MB           server -m for cases a-d                 [SERVER_MEM=$SERVER_MEM]
+  --conns N             client connections for cases a-d        [CONNS=$CONNS]
+  --keys N              key space for cases a-d (all preloaded) [KEYS=$KEYS]
+  --value-size B        value size for cases a-d                [VALUE_SIZE=$VALUE_SIZE]
+  --depth N             requests in flight per conn, case d     [DEPTH=$DEPTH]
+  --mget N              keys per get, case c                    [MGET=$MGET]
+  --loadgen-threads N   load generator threads                  [LOADGEN_THREADS=${LOADGEN_THREADS:-1 if split, nproc if none}]
+  --pin MODE            split: server on SERVER_CPUS, loadgen on LOADGEN_CPUS; none: no pinning
+                                                                [PIN=$PIN SERVER_CPUS=$SERVER_CPUS LOADGEN_CPUS=$LOADGEN_CPUS]
+  --interleave MODE     slice: both servers up, load alternates every SLICE s; sequential: one
+                        server after the other (cases a-d)      [INTERLEAVE=$INTERLEAVE SLICE=$SLICE]
+  --cap-memory MB       server -m for case e                    [CAP_MEM=$CAP_MEM]
+  --cap-value-size B    value size for case e                   [CAP_VALUE=$CAP_VALUE]
+  --cap-max-keys N      hard cap on keys written in case e      [CAP_MAX_KEYS=$CAP_MAX_KEYS]
+  --no-build            do not run cargo build                  [BUILD=$BUILD]
+  Binaries: SQLCACHED_BIN (default target/release/sqlcached, built with cargo if unset),
+            MEMCACHED_BIN (default /usr/bin/memcached).  EXTRA_ARGS: flags added for both servers.
+EOF
+}
+
+CASES="${CASES:-a b c d e}"
+DURATION="${DURATION:-8}"
+WARMUP="${WARMUP:-1}"
+REPS="${REPS:-3}"
+SERVER_THREADS="${SERVER_THREADS:-2}"
+SERVER_MEM="${SERVER_MEM:-1024}"
+CONNS="${CONNS:-50}"
+KEYS="${KEYS:-100000}"
+VALUE_SIZE="${VALUE_SIZE:-32}"
+DEPTH="${DEPTH:-16}"
+MGET="${MGET:-10}"
+LOADGEN_THREADS="${LOADGEN_THREADS:-}"
+PIN="${PIN:-split}"
+INTERLEAVE="${INTERLEAVE:-slice}"
+SLICE="${SLICE:-1}"
+SERVER_CPUS="${SERVER_CPUS:-0}"
+LOADGEN_CPUS="${LOADGEN_CPUS:-1}"
+CAP_MEM="${CAP_MEM:-64}"
+CAP_VALUE="${CAP_VALUE:-100}"
+CAP_MAX_KEYS="${CAP_MAX_KEYS:-3000000}"
+BUILD="${BUILD:-1}"
+EXTRA_ARGS="${EXTRA_ARGS:-}"
+MEMCACHED_BIN="${MEMCACHED_BIN:-$(command -v memcached || echo /usr/bin/memcached)}"
+RESULTS_DIR="${RESULTS_DIR:-$HERE/results}"
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cases) CASES="$2"; shift 2 ;;
+    --duration) DURATION="$2"; shift 2 ;;
+    --warmup) WARMUP="$2"; shift 2 ;;
+    --reps) REPS="$2"; shift 2 ;;
+    --threads) SERVER_THREADS="$2"; shift 2 ;;
+    --memory) SERVER_MEM="$2"; shift 2 ;;
+    --conns) CONNS="$2"; shift 2 ;;
+    --keys) KEYS="$2"; shift 2 ;;
+    --value-size) VALUE_SIZE="$2"; shift 2 ;;
+    --depth) DEPTH="$2"; shift 2 ;;
+    --mget) MGET="$2"; shift 2 ;;
+    --loadgen-threads) LOADGEN_THREADS="$2"; shift 2 ;;
+    --pin) PIN="$2"; shift 2 ;;
+    --interleave) INTERLEAVE="$2"; shift 2 ;;
+    --slice) SLICE="$2"; shift 2 ;;
+    --cap-memory) CAP_MEM="$2"; shift 2 ;;
+    --cap-value-size) CAP_VALUE="$2"; shift 2 ;;
+    --cap-max-keys) CAP_MAX_KEYS="$2"; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+CASES="${CASES//,/ }"
+
+log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# Bounds, so that a typo cannot start an hour-long run.
+awk -v d="$DURATION" -v w="$WARMUP" 'BEGIN { exit !(d > 0 && d <= 600 && w >= 0 && w <= 60) }' \
+  || die "DURATION must be in (0, 600] and WARMUP in [0, 60]"
+[[ "$REPS" =~ ^[0-9]+$ && "$REPS" -ge 1 && "$REPS" -le 20 ]] || die "REPS must be 1..20"
+for c in $CASES; do [[ "$c" =~ ^[abcdem]$ ]] || die "unknown case '$c' (a b c d e m)"; done
+
+[[ "$INTERLEAVE" == slice || "$INTERLEAVE" == sequential ]] || die "INTERLEAVE must be slice or sequential"
+awk -v s="$SLICE" 'BEGIN { exit !(s >= 0.1 && s <= 60) }' || die "SLICE must be in [0.1, 60]"
+case "$PIN" in
+  split)
+    [[ -z "$LOADGEN_THREADS" ]] && LOADGEN_THREADS=$(( $(echo "$LOADGEN_CPUS" | tr ',' '\n' | wc -l) ))
+    SRV_PIN=(taskset -c "$SERVER_CPUS"); LG_PIN=(taskset -c "$LOADGEN_CPUS") ;;
+  none)
+    [[ -z "$LOADGEN_THREADS" ]] && LOADGEN_THREADS=$(nproc)
+    SRV_PIN=(); LG_PIN=() ;;
+  *) die "PIN must be split or none" ;;
+esac
+
+# ---------------------------------------------------------------------------------------------
+# build
+LOADGEN="$HERE/loadgen/target/release/loadgen"
+if [[ "$BUILD" == 1 ]]; then
+  log "building bench/loadgen"
+  cargo build --release --quiet --manifest-path "$HERE/loadgen/Cargo.toml"
+fi
+[[ -x "$LOADGEN" ]] || die "$LOADGEN missing (run without --no-build)"
+
+if [[ -z "${SQLCACHED_BIN:-}" ]]; then
+  SQLCACHED_BIN="$ROOT/target/release/sqlcached"
+  if [[ "$BUILD" == 1 ]]; then
+    log "building sqlcached (cargo build --release -p sqlcached)"
+    (cd "$ROOT" && cargo build --release --quiet -p sqlcached) || die "building sqlcached failed"
+  fi
+fi
+[[ -x "$SQLCACHED_BIN" ]] || die "sqlcached binary $SQLCACHED_BIN not found (set SQLCACHED_BIN)"
+[[ -x "$MEMCACHED_BIN" ]] || die "memcached binary $MEMCACHED_BIN not found"
+if [[ " $CASES " == *" m "* ]]; then command -v memcaslap >/dev/null || die "case m needs memcaslap (libmemcached-tools)"; fi
+
+# Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
+WORK="$(mktemp -d /tmp/sqlcached-bench.XXXXXX)"
+SQLCACHED_SRC="$SQLCACHED_BIN"
+SQLCACHED_SUM=$(sha256sum "$SQLCACHED_BIN" | cut -c1-12)
+SQLCACHED_MTIME=$(date -r "$SQLCACHED_BIN" '+%Y-%m-%d %H:%M:%S')
+cp "$SQLCACHED_BIN" "$WORK/sqlcached"
+SQLCACHED_BIN="$WORK/sqlcached"
+
+# shellcheck source=lib.sh disable=SC2034
+source "$HERE/lib.sh"
+trap 'cleanup; rm -rf "${WORK:-/nonexistent}"' EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------
+# measurements; each appends "<case>\t<server>\t<rep>\t<RESULT|CAPACITY k=v ... | FAILED reason>" to $TSV
+record() { # CASE NAME REP LINE
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$TSV"
+  local short
+  short=$(echo "$4" | grep -oE '^(FAILED.*|CAPACITY)|ops_s=[^ ]+|p50_us=[^ ]+|p99_us=[^ ]+|scan_hits=[^ ]+|errors=[1-9][^ ]*' | tr '\n' ' ')
+  log "rep $3 case $1 $2: ${short:0:200}"
+}
+
+mode_args() {
+  case "$1" in
+    a) echo "--set-ratio 0.1" ;;
+    b) echo "" ;;
+    c) echo "--mget $MGET" ;;
+    d) echo "--depth $DEPTH" ;;
+  esac
+}
+
+# Cases a-d. INTERLEAVE=slice: both servers run at once and the load generator switches between
+# them every SLICE seconds (same run, same moments of machine noise). INTERLEAVE=sequential: one
+# server after the other.
+measure_perf() { # CASE REP NAME...
+  local case="$1" rep="$2" name out ok=() addrs=() pids=() i line
+  shift 2
+  for name in "$@"; do
+    if ! start_server "$name" "$SERVER_MEM"; then record "$case" "$name" "$rep" "FAILED start"; continue; fi
+    if ! out=$(lg 120 load --addr "127.0.0.1:${SRV_PORT[$name]}" --keys "$KEYS" --value-size "$VALUE_SIZE" 2>&1); then
+      record "$case" "$name" "$rep" "FAILED preload: ${out//$'\n'/ }"; stop_server "$name"; continue
+    fi
+    ok+=("$name"); addrs+=("127.0.0.1:${SRV_PORT[$name]}"); pids+=("${SRV_PID[$name]}")
+  done
+  if [[ ${#ok[@]} -eq 0 ]]; then return; fi
+  local tmo
+  tmo=$(awk -v d="$DURATION" -v w="$WARMUP" -v n="${#ok[@]}" 'BEGIN { printf "%d", n * (d + w) + 60 }')
+  local addr_list pid_list mode=()
+  addr_list=$(IFS=,; echo "${addrs[*]}")
+  pid_list=$(IFS=,; echo "${pids[*]}")
+  read -r -a mode <<<"$(mode_args "$case")"
+  if ! out=$(lg "$tmo" run --addr "$addr_list" --server-pid "$pid_list" --slice "$SLICE" \
+        --conns "$CONNS" --threads "$LOADGEN_THREADS" --keys "$KEYS" --value-size "$VALUE_SIZE" \
+        --duration "$DURATION" --warmup "$WARMUP" "${mode[@]}" 2>&1); then
+    for name in "${ok[@]}"; do
+      if alive "$name"; then record "$case" "$name" "$rep" "FAILED ${out//$'\n'/ }"
+      else record "$case" "$name" "$rep" "FAILED server died: ${out//$'\n'/ }"; fi
+    done
+    stop_all; return
+  fi
+  for i in "${!ok[@]}"; do
+    name="${ok[$i]}"
+    line=$(echo "$out" | grep "^RESULT server=$i " || echo "FAILED no output")
+    if ! alive "$name"; then line="FAILED server died"; fi
+    record "$case" "$name" "$rep" "$line"
+  done
+  stop_all
+}
+
+measure_capacity() { # REP NAME
+  local rep="$1" name="$2" out
+  start_server "$name" "$CAP_MEM" || { record e "$name" "$rep" "FAILED start"; return; }
+  if ! out=$(lg 300 capacity --addr "127.0.0.1:${SRV_PORT[$name]}" --server-pid "${SRV_PID[$name]}" \
+        --value-size "$CAP_VALUE" --prefix "fill:" --max-keys "$CAP_MAX_KEYS" --conns 4 --depth 32 2>&1); then
+    stop_server "$name"; record e "$name" "$rep" "FAILED ${out//$'\n'/ }"; return
+  fi
+  stop_server "$name"
+  record e "$name" "$rep" "$(echo "$out" | grep '^CAPACITY' || echo "FAILED no output")"
+}
+
+# memcaslap 90/10 cross-check: its own 16-byte keys, VALUE_SIZE values; ops/s and mean latency only
+measure_memcaslap() { # REP NAME
+  local rep="$1" name="$2" out secs tmo
+  start_server "$name" "$SERVER_MEM" || { record m "$name" "$rep" "FAILED start"; return; }
+  printf 'key\n16 16 1\nvalue\n%s %s 1\ncmd\n0 0.1\n1 0.9\n' "$VALUE_SIZE" "$VALUE_SIZE" >"$WORK/memcaslap.cfg"
+  secs=$(awk -v d="$DURATION" -v w="$WARMUP" 'BEGIN { printf "%d", d + w + 0.5 }')
+  tmo=$((secs + 60))
+  if ! out=$(timeout --kill-after=5 "$tmo" "${LG_PIN[@]}" memcaslap -s "127.0.0.1:${SRV_PORT[$name]}" \
+        -T "$LOADGEN_THREADS" -c "$CONNS" -t "${secs}s" -F "$WORK/memcaslap.cfg" 2>&1); then
+    stop_server "$name"; record m "$name" "$rep" "FAILED memcaslap"; return
+  fi
+  stop_server "$name"
+  echo "$out" >"$WORK/memcaslap-$name.out"
+  record m "$name" "$rep" "$(echo "$out" | awk '
+    /^Total Statistics \(/ { tot = 1 }
+    tot && /Avg:/ { avg = $2; tot = 0 }
+    /^cmd_get:/ { g = $2 } /^get_misses:/ { gm = $2 }
+    /^Run time:/ { secs = $3; sub("s", "", secs); ops = $5; tps = $7 }
+    END { if (tps == "") { print "FAILED no TPS"; exit }
+          printf "RESULT ops=%s secs=%s ops_s=%s mean_us=%s keys=%s hits=%s errors=0 bad=0\n", ops, secs, tps, avg, g, g - gm }')"
+}
+
+# ---------------------------------------------------------------------------------------------
+mkdir -p "$RESULTS_DIR"
+STAMP="$(date +%Y%m%d-%H%M%S)"
+TSV="$RESULTS_DIR/$STAMP.tsv"
+MD="$RESULTS_DIR/$STAMP.md"
+: >"$TSV"
+
+log "cases: $CASES; $REPS reps; ${DURATION}s (+${WARMUP}s warmup) per case per server; interleave=$INTERLEAVE; pin=$PIN"
+log "memcached: $MEMCACHED_BIN; sqlcached: $SQLCACHED_SRC (sha256 $SQLCACHED_SUM, built $SQLCACHED_MTIME)"
+START=$(date +%s)
+for rep in $(seq 1 "$REPS"); do
+  if (( rep % 2 == 1 )); then order=(memcached sqlcached); else order=(sqlcached memcached); fi
+  for c in $CASES; do
+    case "$c" in
+      a|b|c|d)
+        if [[ "$INTERLEAVE" == slice ]]; then
+          measure_perf "$c" "$rep" "${order[@]}"
+        else
+          for name in "${order[@]}"; do measure_perf "$c" "$rep" "$name"; done
+        fi ;;
+      e) for name in "${order[@]}"; do measure_capacity "$rep" "$name"; done ;;
+      m) for name in "${order[@]}"; do measure_memcaslap "$rep" "$name"; done ;;
+    esac
+  done
+done
+ELAPSED=$(( $(date +%s) - START ))
+
+sq_ver=$(timeout 2 "$SQLCACHED_BIN" -V 2>/dev/null | head -1 || true)
+mc_ver=$(timeout 2 "$MEMCACHED_BIN" -V 2>/dev/null | head -1 || true)
+git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
+{
+  echo "# sqlcached vs memcached — $STAMP"
+  echo
+  echo "- servers: memcached \`$MEMCACHED_BIN\` (${mc_ver:-?}); sqlcached \`$SQLCACHED_SRC\` (${sq_ver:-?}, sha256 $SQLCACHED_SUM…, built $SQLCACHED_MTIME); git $git_rev"
+  echo "- both started with \`-l 127.0.0.1 -U 0 -t $SERVER_THREADS -m $SERVER_MEM\` (case e: \`-m $CAP_MEM\`)${EXTRA_ARGS:+ plus \`$EXTRA_ARGS\`}, fresh per measurement"
+  echo "- load: bench/loadgen (closed loop, text protocol), $CONNS connections, $KEYS keys (preloaded), ${VALUE_SIZE}-byte values, $LOADGEN_THREADS loadgen thread(s)"
+  if [[ "$PIN" == split ]]; then
+    echo "- CPU pinning: servers on CPU $SERVER_CPUS, load generator on CPU $LOADGEN_CPUS (taskset); machine has $(nproc) CPUs"
+  else
+    echo "- CPU pinning: none; machine has $(nproc) CPUs"
+  fi
+  if [[ "$INTERLEAVE" == slice ]]; then
+    echo "- cases a-d: both servers running, the load generator alternating between them every ${SLICE}s; per server ${WARMUP}s warmup + ${DURATION}s measured; $REPS repetitions (first server alternating); medians shown; run took ${ELAPSED}s"
+  else
+    echo "- ${DURATION}s measured after ${WARMUP}s warmup, one server after the other, $REPS repetitions per case and server, order alternating; medians shown; run took ${ELAPSED}s"
+  fi
+  echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  "$LOADGEN" report --input "$TSV"
+  echo "Case d keeps $DEPTH gets in flight per connection; case c counts one $MGET-key get as one op."
+  echo "Latency is per request, from send to full reply, measured by the load generator (HdrHistogram)."
+  echo "server CPU µs/op = server process user+sys CPU during the measured window / ops; lower is better."
+  echo "Ratios are medians of the per-repetition ratios (both servers of a repetition ran interleaved)."
+  echo "Raw results: \`$(basename "$TSV")\`."
+} >"$MD"
+cat "$MD"
+log "written $MD"
+rm -rf "$WORK"
