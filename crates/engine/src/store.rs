@@ -80,6 +80,29 @@ impl Engine {
         self.tier = Some(tier);
     }
 
+    /// The storage tier below memory, if any.
+    pub fn tier(&self) -> Option<&Arc<dyn Tier>> {
+        self.tier.as_ref()
+    }
+
+    /// Hand out CAS uniques above `floor` from now on (a restarted persistent cache must
+    /// never reuse a unique a client may still hold).
+    pub fn set_cas_floor(&self, floor: u64) {
+        self.cas.fetch_max(floor, Ordering::Relaxed);
+    }
+
+    /// The highest CAS unique handed out so far.
+    pub fn cas_high_water(&self) -> u64 {
+        self.cas.load(Ordering::Relaxed)
+    }
+
+    /// Restore a pending delayed `flush_all` (a unix time) after a restart.
+    pub fn restore_flush_deadline(&self, at_unix: i64) {
+        if at_unix > 0 {
+            self.flush_at.store(self.clock.realtime(at_unix), Ordering::Relaxed);
+        }
+    }
+
     /// The engine's settings.
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
@@ -112,7 +135,11 @@ impl Engine {
     pub fn flush_all(&self, delay: i64) {
         self.cmd_flush.fetch_add(1, Ordering::Relaxed);
         if delay > 0 {
-            self.flush_at.store(self.clock.realtime(delay), Ordering::Relaxed);
+            let at = self.clock.realtime(delay);
+            self.flush_at.store(at, Ordering::Relaxed);
+            if let Some(t) = &self.tier {
+                t.flush(self.clock.to_unix(at));
+            }
             return;
         }
         self.flush_at.store(0, Ordering::Relaxed);
@@ -122,7 +149,7 @@ impl Engine {
             self.mem_used.fetch_sub(freed, Ordering::Relaxed);
         }
         if let Some(t) = &self.tier {
-            t.flush();
+            t.flush(0);
         }
     }
 
@@ -286,6 +313,13 @@ impl<'a> Access<'a> {
             tier.delete(self.key);
             return Err(Miss::Expired);
         }
+        let stored = ti.stored_unix - clock.process_started();
+        item.stored = stored.clamp(0, u32::MAX as i64) as u32;
+        let flush_at = self.engine.flush_at.load(Ordering::Relaxed);
+        if flush_at != 0 && flush_at <= self.now && item.stored < flush_at {
+            tier.delete(self.key);
+            return Err(Miss::Flushed);
+        }
         item.cas = ti.cas;
         self.shard.stats.tier_hits += 1;
         let idx = self.link(item, false).map_err(|_| Miss::Absent)?;
@@ -424,5 +458,6 @@ fn tier_item(engine: &Engine, it: &Item) -> TierItem {
         flags: it.flags,
         exptime_unix: engine.clock.to_unix(it.exptime),
         cas: it.cas,
+        stored_unix: engine.clock.process_started() + it.stored as i64,
     }
 }

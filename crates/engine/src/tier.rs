@@ -1,8 +1,9 @@
 //! The storage tier below the in-memory engine.
 //!
 //! Memory is the first tier. A `Tier` is what sits under it (the persistent disk tier,
-//! or a SQL container): the engine writes every change through to it, and reads from it
-//! on a memory miss. With no tier configured the engine is plain memcached.
+//! or a SQL container): the engine writes every change through to it, in the order the
+//! changes happen to each key (calls are made under the key's shard lock), and reads from
+//! it on a memory miss. With no tier configured the engine is plain memcached.
 
 /// An item as the storage tier sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +16,8 @@ pub struct TierItem {
     pub exptime_unix: i64,
     /// The CAS unique the item had.
     pub cas: u64,
+    /// Unix time the item was stored (a delayed `flush_all` drops items stored before it).
+    pub stored_unix: i64,
 }
 
 /// A storage tier under memory.
@@ -25,6 +28,11 @@ pub trait Tier: Send + Sync {
     fn put(&self, key: &[u8], item: &TierItem);
     /// Persist a removal.
     fn delete(&self, key: &[u8]);
-    /// Persist `flush_all`.
-    fn flush(&self);
+    /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored
+    /// before that unix time are dropped once it passes.
+    fn flush(&self, at_unix: i64);
+    /// Extra `stats` lines (name, value) describing the tier.
+    fn stats(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }

@@ -79,6 +79,16 @@ pub struct Config {
     pub lock_memory: bool,
     /// Raise the core file limit (`-r`).
     pub enable_coredumps: bool,
+    /// Persistent tier directory (`--data-dir`); none means memory only.
+    pub data_dir: Option<String>,
+    /// `--durability sync` (fsync before acknowledging) or async (the default).
+    pub durability_sync: bool,
+    /// `--flush-interval-ms`: async mode's longest time between fsyncs.
+    pub flush_interval_ms: u64,
+    /// `--disk-limit`: bound on bytes in the disk tier (0: none).
+    pub disk_limit: u64,
+    /// `--data-dir-recover`: move a damaged data directory aside and start empty.
+    pub data_dir_recover: bool,
 }
 
 impl Default for Config {
@@ -108,6 +118,11 @@ impl Default for Config {
             idle_timeout: 0,
             lock_memory: false,
             enable_coredumps: false,
+            data_dir: None,
+            durability_sync: false,
+            flush_interval_ms: 100,
+            disk_limit: 0,
+            data_dir_recover: false,
         }
     }
 }
@@ -286,6 +301,25 @@ impl Config {
                         }
                     }
                 }
+                Long("data-dir") => c.data_dir = Some(val(&mut p)?),
+                Long("durability") => {
+                    c.durability_sync = match val(&mut p)?.as_str() {
+                        "sync" => true,
+                        "async" => false,
+                        other => return Err(format!("--durability must be sync or async, not '{other}'")),
+                    }
+                }
+                Long("flush-interval-ms") => {
+                    c.flush_interval_ms = num("--flush-interval-ms", &val(&mut p)?)?;
+                    if c.flush_interval_ms == 0 {
+                        return Err("--flush-interval-ms must be at least 1".into());
+                    }
+                }
+                Long("disk-limit") => {
+                    let v = val(&mut p)?;
+                    c.disk_limit = parse_size(&v).ok_or(format!("Invalid value for --disk-limit: '{v}'"))? as u64;
+                }
+                Long("data-dir-recover") => c.data_dir_recover = true,
                 Short('d') | Long("daemon") => return Err(
                     "-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)"
                         .into(),
@@ -351,6 +385,14 @@ fn usage() -> String {
 -D <char>                 delimiter between key prefixes and IDs for 'stats detail'
 -o, --extended            comma separated list of extended options:
    - idle_timeout:        timeout for idle connections (default: 0, no timeout)
+Persistence (sqlcached):
+--data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
+--durability=<mode>       async (default): acknowledged once the OS has the write (survives
+                          a crash of sqlcached), fsynced at least every --flush-interval-ms;
+                          sync: acknowledged only after fsync (group commit)
+--flush-interval-ms=<n>   async mode's longest time between fsyncs (default: 100)
+--disk-limit=<size>       bound the disk tier (k/m/g suffix); oldest-written items go first
+--data-dir-recover        if the data directory is damaged, move it aside and start empty
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
 "#

@@ -39,6 +39,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         Protocol::Auto => None,
     };
     let idle = shared.cfg.idle_timeout;
+    let mut ack = shared.disk.as_ref().map(|d| d.ack_signal());
     let per_event = shared.cfg.reqs_per_event;
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
@@ -79,12 +80,18 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
+            if !acknowledge(&shared, &mut ack).await {
+                return;
+            }
             if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
                 return;
             }
             tokio::task::yield_now().await;
         };
         rbuf.drain(..start);
+        if !acknowledge(&shared, &mut ack).await {
+            break;
+        }
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
         }
@@ -99,6 +106,17 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     let _ = sock.shutdown().await;
+}
+
+/// With a persistent tier, wait until the writes this connection just made may be
+/// acknowledged (fsynced in sync mode, handed to the OS in async mode). `false` if the
+/// disk failed: the replies must not be sent.
+async fn acknowledge(shared: &Shared, ack: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
+    let seq = tier_disk::take_last_seq();
+    match (&shared.disk, ack) {
+        (Some(disk), Some(rx)) if seq > 0 => disk.wait_ack(rx, seq).await,
+        _ => true,
+    }
 }
 
 async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {

@@ -11,6 +11,7 @@ mod ctx;
 mod detail;
 mod listen;
 mod meta;
+mod persistence;
 mod shared;
 mod slab;
 mod stats;
@@ -50,14 +51,15 @@ fn main() {
 fn run(cfg: Config) -> std::io::Result<()> {
     block_signals();
     unix::apply_process_options(&cfg)?;
-    let engine = Engine::new(EngineConfig {
+    let mut engine = Engine::new(EngineConfig {
         memory_limit: cfg.memory_limit,
         item_size_max: cfg.item_size_max,
         evict: !cfg.disable_evictions,
         use_cas: !cfg.disable_cas,
         shards: (cfg.threads * 32).max(64),
     });
-    let shared = Arc::new(Shared::new(cfg.clone(), engine));
+    let disk = persistence::open(&cfg, &mut engine).map_err(std::io::Error::other)?;
+    let shared = Arc::new(Shared::new(cfg.clone(), engine, disk.clone()));
     let (tx, rx) = std::sync::mpsc::channel();
     *shared.shutdown.lock() = Some(tx.clone());
     let workers = Arc::new(Workers::start(&shared)?);
@@ -99,6 +101,9 @@ fn run(cfg: Config) -> std::io::Result<()> {
         let _ = tx.send(());
     })?;
     let _ = rx.recv();
+    if let Some(disk) = &disk {
+        disk.close();
+    }
     if let Some(pidfile) = &cfg.pidfile {
         let _ = std::fs::remove_file(pidfile);
     }

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::detail::Detail;
+use tier_disk::DiskTier;
 
 /// Counters one worker thread updates (so workers never share a cache line).
 #[derive(Default)]
@@ -59,11 +60,13 @@ pub struct Shared {
     pub shutdown: Mutex<Option<std::sync::mpsc::Sender<()>>>,
     /// Per-prefix counters (`stats detail`).
     pub detail: Detail,
+    /// The persistent tier, with `--data-dir`.
+    pub disk: Option<Arc<DiskTier>>,
 }
 
 impl Shared {
     /// New shared state for `threads` workers.
-    pub fn new(cfg: Config, engine: Engine) -> Shared {
+    pub fn new(cfg: Config, engine: Engine, disk: Option<Arc<DiskTier>>) -> Shared {
         let cfg_delimiter = cfg.prefix_delimiter as u8;
         let cfg_detail = cfg.prefix_delimiter_set;
         let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
@@ -80,6 +83,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
+            disk,
         }
     }
 

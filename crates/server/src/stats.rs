@@ -126,7 +126,12 @@ fn general(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "evictions", &i.evictions);
     s(out, "reclaimed", &i.reclaimed);
     s(out, "engine_shards", &sh.engine.shard_count());
-    s(out, "tier_hits", &i.tier_hits);
+    if let Some(tier) = sh.engine.tier() {
+        s(out, "disk_hits", &i.tier_hits);
+        for (name, value) in tier.stats() {
+            s(out, name, &value);
+        }
+    }
 }
 
 fn settings(ctx: &Ctx<'_>, out: &mut Vec<u8>) {

@@ -1,0 +1,56 @@
+//! Wiring the persistent tier (`--data-dir`) under the engine at start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::Engine;
+use tier_disk::{DiskTier, Durability, Options};
+
+use crate::config::Config;
+
+/// CAS uniques handed out after a restart start this far above the highest one on disk,
+/// so that none a client saw before the restart (even one never committed) is reused.
+const CAS_RESTART_GAP: u64 = 1 << 32;
+
+/// Open the data directory, put it under the engine and restore its state.
+pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, String> {
+    let Some(dir) = &cfg.data_dir else { return Ok(None) };
+    let opts = Options {
+        dir: dir.into(),
+        durability: if cfg.durability_sync { Durability::Sync } else { Durability::Async },
+        flush_interval: Duration::from_millis(cfg.flush_interval_ms),
+        disk_limit: cfg.disk_limit,
+        cache_bytes: 64 << 20,
+        max_pending_bytes: 64 << 20,
+    };
+    let disk = match DiskTier::open(opts.clone()) {
+        Ok(d) => d,
+        Err(e) if cfg.data_dir_recover && e.contains("damaged") => {
+            let aside = format!("{dir}.damaged-{}", engine.clock().unix_now());
+            std::fs::rename(dir, &aside).map_err(|r| format!("{e}\ncould not move it aside: {r}"))?;
+            eprintln!("sqlcached: {e}\nsqlcached: moved the damaged data directory to {aside}; starting empty");
+            DiskTier::open(opts)?
+        }
+        Err(e) => return Err(e),
+    };
+    let r = disk.report().clone();
+    eprintln!(
+        "sqlcached: data dir {dir}: {} ({} items, {} durability){}",
+        if r.created { "created" } else { "opened" },
+        r.items,
+        if cfg.durability_sync { "sync" } else { "async" },
+        if r.clean || r.created {
+            ""
+        } else {
+            "; the last run did not shut down cleanly: its journal was replayed, every acknowledged write is kept"
+        }
+    );
+    let disk = Arc::new(disk);
+    if !r.created {
+        engine.set_cas_floor(disk.cas_high_water().saturating_add(CAS_RESTART_GAP));
+    }
+    engine.restore_flush_deadline(disk.flush_deadline());
+    engine.set_tier(disk.clone());
+    disk.verify_in_background();
+    Ok(Some(disk))
+}

@@ -1,0 +1,261 @@
+//! The fjall database behind the tier: keyspace `data` (key → record), `index`
+//! (write sequence → size and key, oldest first, for `--disk-limit`), and `meta`.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use parking_lot::RwLock;
+
+use crate::pending::Op;
+use crate::record::Record;
+
+/// On-disk format version of this directory.
+const FORMAT: u64 = 1;
+
+fn ks_opts() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default().max_memtable_size(32 << 20)
+}
+
+fn err(e: fjall::Error) -> String {
+    format!("{e:?}")
+}
+
+/// The keyspaces `flush_all` replaces.
+struct Spaces {
+    data: Keyspace,
+    index: Keyspace,
+}
+
+/// What opening the directory found.
+#[derive(Debug, Clone)]
+pub struct OpenReport {
+    /// Approximate number of items on disk.
+    pub items: usize,
+    /// Whether the previous run shut down cleanly (else fjall replayed its journal).
+    pub clean: bool,
+    /// Whether the directory was created now.
+    pub created: bool,
+}
+
+/// The fjall database.
+pub struct Store {
+    db: Database,
+    spaces: RwLock<Spaces>,
+    meta: Keyspace,
+}
+
+/// Values read back from `meta` at open.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Meta {
+    /// Highest CAS unique committed.
+    pub cas_hwm: u64,
+    /// Highest write sequence committed.
+    pub seq_hwm: u64,
+    /// Pending delayed `flush_all` (unix time), 0 for none.
+    pub flush_at: i64,
+    /// Logical bytes of items on disk (for `--disk-limit`).
+    pub bytes: u64,
+}
+
+impl Store {
+    /// Open (or create) the database in `dir`.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<(Store, Meta, OpenReport), String> {
+        let created = !dir.join("data").exists() && std::fs::read_dir(dir).map(|d| d.count() <= 1).unwrap_or(true);
+        let db =
+            Database::builder(dir.join("db")).cache_size(cache_bytes).max_journaling_size(64 << 20).open().map_err(
+                |e| {
+                    format!(
+                        "data directory {} is damaged and was left untouched: fjall could not open it ({e:?}). \
+                     Move it aside (or start with --data-dir-recover, which renames it to \
+                     {}.damaged-<time> and starts empty).",
+                        dir.display(),
+                        dir.display()
+                    )
+                },
+            )?;
+        let data = db.keyspace("data", ks_opts).map_err(err)?;
+        let index = db.keyspace("index", ks_opts).map_err(err)?;
+        let meta_ks = db.keyspace("meta", KeyspaceCreateOptions::default).map_err(err)?;
+        let get_u64 = |k: &str| -> Result<Option<u64>, String> {
+            Ok(meta_ks.get(k).map_err(err)?.map(|v| u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8]))))
+        };
+        match get_u64("format")? {
+            None | Some(FORMAT) => {}
+            Some(v) => {
+                return Err(format!(
+                    "data directory {} has format version {v}; this sqlcached reads {FORMAT}",
+                    dir.display()
+                ))
+            }
+        }
+        let clean = get_u64("clean")?.unwrap_or(1) == 1;
+        let meta = Meta {
+            cas_hwm: get_u64("cas_hwm")?.unwrap_or(0),
+            seq_hwm: get_u64("seq_hwm")?.unwrap_or(0),
+            flush_at: get_u64("flush_at")?.unwrap_or(0) as i64,
+            bytes: get_u64("bytes")?.unwrap_or(0),
+        };
+        let report = OpenReport { items: data.approximate_len(), clean, created };
+        let store = Store { db, spaces: RwLock::new(Spaces { data, index }), meta: meta_ks };
+        // Mark the directory as in use until a clean shutdown.
+        let mut b = store.db.batch();
+        b.insert(&store.meta, "format", FORMAT.to_le_bytes());
+        b.insert(&store.meta, "clean", 0u64.to_le_bytes());
+        b.commit().map_err(err)?;
+        store.persist()?;
+        Ok((store, meta, report))
+    }
+
+    /// Read a raw record.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let data = self.spaces.read().data.clone();
+        data.get(key).map(|v| v.map(|s| s.to_vec())).map_err(err)
+    }
+
+    /// Make everything committed so far durable (fdatasync).
+    pub fn persist(&self) -> Result<(), String> {
+        self.db.persist(PersistMode::SyncData).map_err(err)
+    }
+
+    /// Write a batch of queued changes atomically (coalescing repeated keys: the last
+    /// change wins), maintaining the eviction index if asked. Returns the logical bytes
+    /// now on disk.
+    pub fn write(&self, ops: &[(u64, Op)], index: bool, mut meta: Meta) -> Result<Meta, String> {
+        let mut start = 0;
+        while start < ops.len() {
+            let end = ops[start..].iter().position(|(_, op)| matches!(op, Op::Flush)).map_or(ops.len(), |p| start + p);
+            self.write_segment(&ops[start..end], index, &mut meta)?;
+            if end < ops.len() {
+                self.flush_all()?;
+                meta.bytes = 0;
+                meta.flush_at = 0;
+                meta.seq_hwm = meta.seq_hwm.max(ops[end].0);
+            }
+            start = end + 1;
+        }
+        Ok(meta)
+    }
+
+    fn write_segment(&self, ops: &[(u64, Op)], index: bool, meta: &mut Meta) -> Result<(), String> {
+        let spaces = self.spaces.read();
+        let mut b = self.db.batch();
+        let mut seen = HashSet::new();
+        for (seq, op) in ops.iter().rev() {
+            meta.seq_hwm = meta.seq_hwm.max(*seq);
+            match op {
+                Op::Put(key, rec) => {
+                    meta.cas_hwm = meta.cas_hwm.max(rec.cas);
+                    if !seen.insert(key.as_slice()) {
+                        continue;
+                    }
+                    let bytes = rec.encode();
+                    let size = (key.len() + bytes.len() + 32) as u32;
+                    if index {
+                        let mut v = size.to_le_bytes().to_vec();
+                        v.extend_from_slice(key);
+                        b.insert(&spaces.index, rec.seq.to_be_bytes(), v);
+                        meta.bytes += size as u64;
+                    }
+                    b.insert(&spaces.data, key.as_slice(), bytes);
+                }
+                Op::Delete(key) => {
+                    if seen.insert(key.as_slice()) {
+                        b.remove(&spaces.data, key.as_slice());
+                    }
+                }
+                Op::FlushAt(at) => {
+                    // The newest deadline wins: walking backwards, keep the first one seen.
+                    if seen.insert(b"\0flush_at") {
+                        meta.flush_at = *at;
+                    }
+                }
+                Op::Flush => {}
+            }
+        }
+        self.put_meta(&mut b, meta);
+        b.commit().map_err(err)
+    }
+
+    fn put_meta(&self, b: &mut fjall::OwnedWriteBatch, meta: &Meta) {
+        b.insert(&self.meta, "cas_hwm", meta.cas_hwm.to_le_bytes());
+        b.insert(&self.meta, "seq_hwm", meta.seq_hwm.to_le_bytes());
+        b.insert(&self.meta, "flush_at", (meta.flush_at as u64).to_le_bytes());
+        b.insert(&self.meta, "bytes", meta.bytes.to_le_bytes());
+    }
+
+    /// Drop every item: replace the keyspaces (frees their files at once).
+    pub fn flush_all(&self) -> Result<(), String> {
+        let mut spaces = self.spaces.write();
+        let (data, index) = (spaces.data.clone(), spaces.index.clone());
+        self.db.delete_keyspace(data).map_err(err)?;
+        self.db.delete_keyspace(index).map_err(err)?;
+        spaces.data = self.db.keyspace("data", ks_opts).map_err(err)?;
+        spaces.index = self.db.keyspace("index", ks_opts).map_err(err)?;
+        Ok(())
+    }
+
+    /// Evict up to `n` of the oldest-written items; returns (index entries visited, items
+    /// evicted, updated meta).
+    /// Index entries of keys rewritten or deleted since are dropped on the way.
+    pub fn evict_oldest(&self, n: usize, mut meta: Meta) -> Result<(usize, usize, Meta), String> {
+        let spaces = self.spaces.read();
+        let mut b = self.db.batch();
+        let mut evicted = 0;
+        let mut visited = 0;
+        for kv in spaces.index.iter().take(n) {
+            visited += 1;
+            let (k, v) = kv.into_inner().map_err(err)?;
+            let seq = u64::from_be_bytes(k[..8].try_into().unwrap_or([0; 8]));
+            let size = u32::from_le_bytes(v[..4].try_into().unwrap_or([0; 4])) as u64;
+            let key = &v[4..];
+            let live = match spaces.data.get(key).map_err(err)? {
+                Some(rec) => Record::decode(&rec).map(|r| r.seq == seq).unwrap_or(true),
+                None => false,
+            };
+            if live {
+                b.remove(&spaces.data, key.to_vec());
+                evicted += 1;
+            }
+            b.remove(&spaces.index, k.to_vec());
+            meta.bytes = meta.bytes.saturating_sub(size);
+        }
+        self.put_meta(&mut b, &meta);
+        b.commit().map_err(err)?;
+        Ok((visited, evicted, meta))
+    }
+
+    /// Record a clean shutdown.
+    pub fn close(&self, meta: &Meta) -> Result<(), String> {
+        let mut b = self.db.batch();
+        self.put_meta(&mut b, meta);
+        b.insert(&self.meta, "clean", 1u64.to_le_bytes());
+        b.commit().map_err(err)?;
+        self.persist()
+    }
+
+    /// Approximate item count.
+    pub fn approx_items(&self) -> usize {
+        self.spaces.read().data.approximate_len()
+    }
+
+    /// Bytes the database takes on disk.
+    pub fn disk_space(&self) -> u64 {
+        self.db.disk_space().unwrap_or(0)
+    }
+
+    /// Check every record's checksum, removing damaged ones; returns (checked, damaged).
+    pub fn verify(&self) -> Result<(u64, Vec<Vec<u8>>), String> {
+        let data = self.spaces.read().data.clone();
+        let mut checked = 0;
+        let mut damaged = Vec::new();
+        for kv in data.iter() {
+            let (k, v) = kv.into_inner().map_err(err)?;
+            checked += 1;
+            if Record::decode(&v).is_err() {
+                damaged.push(k.to_vec());
+            }
+        }
+        Ok((checked, damaged))
+    }
+}

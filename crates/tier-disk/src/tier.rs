@@ -1,0 +1,297 @@
+//! [`DiskTier`]: the engine's `Tier` on top of the queue, the committer and fjall.
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine::tier::{Tier, TierItem};
+use parking_lot::{Condvar, Mutex};
+
+use crate::lock::DirLock;
+use crate::pending::{Op, Pending};
+use crate::record::Record;
+use crate::store::{Meta, OpenReport, Store};
+
+/// When a write counts as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Acknowledged only once fsynced (group commit shares one fsync among writers).
+    Sync,
+    /// Acknowledged at once; fsynced at least every flush interval.
+    Async,
+}
+
+/// How to run the tier.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The data directory.
+    pub dir: PathBuf,
+    /// Sync or async.
+    pub durability: Durability,
+    /// Async mode: longest time between fsyncs.
+    pub flush_interval: Duration,
+    /// Bound on the logical bytes on disk (0: unbounded); oldest-written items go first.
+    pub disk_limit: u64,
+    /// fjall block cache.
+    pub cache_bytes: u64,
+    /// Most bytes of changes queued in memory before writers wait for the disk.
+    pub max_pending_bytes: usize,
+}
+
+thread_local! {
+    static LAST_SEQ: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The sequence number of the newest change this thread queued since the last call
+/// (0 if none): a connection waits for it to be durable before acknowledging.
+pub fn take_last_seq() -> u64 {
+    LAST_SEQ.with(|c| c.replace(0))
+}
+
+/// Counters for `stats`.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub writes: AtomicU64,
+    pub batches: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub evictions: AtomicU64,
+    pub damaged: AtomicU64,
+    pub read_errors: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub opts: Options,
+    pub store: Store,
+    pub pending: Mutex<Pending>,
+    /// Wakes the committer.
+    pub work: Condvar,
+    /// Wakes writers waiting for queue space.
+    pub space: Condvar,
+    /// Highest sequence number written to fjall (in the OS: survives a crash of sqlcached).
+    pub committed: tokio::sync::watch::Sender<u64>,
+    /// Highest sequence number fsynced (survives power loss).
+    pub durable: tokio::sync::watch::Sender<u64>,
+    /// Set when the disk failed: nothing more is acknowledged.
+    pub failed: AtomicBool,
+    pub stopping: AtomicBool,
+    pub counters: Counters,
+    pub meta: Mutex<Meta>,
+}
+
+/// The persistent tier.
+pub struct DiskTier {
+    shared: Arc<Shared>,
+    committer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    _lock: DirLock,
+    report: OpenReport,
+    meta_at_open: Meta,
+}
+
+impl DiskTier {
+    /// Lock and open the directory, start the committer.
+    pub fn open(opts: Options) -> Result<DiskTier, String> {
+        std::fs::create_dir_all(&opts.dir).map_err(|e| format!("cannot create {}: {e}", opts.dir.display()))?;
+        let lock = DirLock::acquire(&opts.dir)?;
+        let (store, meta, report) = Store::open(&opts.dir, opts.cache_bytes)?;
+        let (durable, _) = tokio::sync::watch::channel(meta.seq_hwm);
+        let (committed, _) = tokio::sync::watch::channel(meta.seq_hwm);
+        let pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
+        let shared = Arc::new(Shared {
+            opts,
+            store,
+            pending: Mutex::new(pending),
+            work: Condvar::new(),
+            space: Condvar::new(),
+            committed,
+            durable,
+            failed: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            counters: Counters::default(),
+            meta: Mutex::new(meta),
+        });
+        shared.counters.bytes.store(meta.bytes, Ordering::Relaxed);
+        let s = shared.clone();
+        let committer = std::thread::Builder::new()
+            .name("disk-commit".into())
+            .spawn(move || crate::committer::run(s))
+            .map_err(|e| e.to_string())?;
+        Ok(DiskTier { shared, committer: Mutex::new(Some(committer)), _lock: lock, report, meta_at_open: meta })
+    }
+
+    /// What opening found (items, clean shutdown or not).
+    pub fn report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// Highest CAS unique on disk at open.
+    pub fn cas_high_water(&self) -> u64 {
+        self.meta_at_open.cas_hwm
+    }
+
+    /// A delayed `flush_all` deadline pending at open (unix time), 0 for none.
+    pub fn flush_deadline(&self) -> i64 {
+        self.meta_at_open.flush_at
+    }
+
+    /// The durability mode.
+    pub fn durability(&self) -> Durability {
+        self.shared.opts.durability
+    }
+
+    /// What a connection awaits before acknowledging a write: the fsynced sequence number
+    /// in sync mode, the committed one (handed to the OS) in async mode.
+    pub fn ack_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        match self.shared.opts.durability {
+            Durability::Sync => self.shared.durable.subscribe(),
+            Durability::Async => self.shared.committed.subscribe(),
+        }
+    }
+
+    /// Wait until change `seq` may be acknowledged; `false` if the disk failed first.
+    pub async fn wait_ack(&self, rx: &mut tokio::sync::watch::Receiver<u64>, seq: u64) -> bool {
+        let failed = &self.shared.failed;
+        match rx.wait_for(|&d| d >= seq || failed.load(Ordering::Relaxed)).await {
+            Ok(_) => !failed.load(Ordering::Relaxed),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the disk failed (writes can no longer be made durable).
+    pub fn failed(&self) -> bool {
+        self.shared.failed.load(Ordering::Relaxed)
+    }
+
+    /// Check every record's checksum in the background, logging and removing damaged ones.
+    pub fn verify_in_background(&self) {
+        let s = self.shared.clone();
+        let _ = std::thread::Builder::new().name("disk-verify".into()).spawn(move || {
+            match s.store.verify() {
+                Ok((checked, damaged)) => {
+                    if !damaged.is_empty() {
+                        eprintln!(
+                            "sqlcached: data dir {}: {} of {checked} records failed their checksum and were removed",
+                            s.opts.dir.display(),
+                            damaged.len()
+                        );
+                        s.counters.damaged.fetch_add(damaged.len() as u64, Ordering::Relaxed);
+                        let mut p = s.pending.lock();
+                        for k in damaged {
+                            // Only if nothing newer is queued for that key.
+                            if !p.latest.contains_key(&k) {
+                                p.push(Op::Delete(k));
+                            }
+                        }
+                        s.work.notify_one();
+                    }
+                }
+                Err(e) => eprintln!("sqlcached: data dir {}: verification stopped: {e}", s.opts.dir.display()),
+            }
+        });
+    }
+
+    /// Stop: commit and fsync everything queued, record a clean shutdown.
+    pub fn close(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.work.notify_all();
+        if let Some(h) = self.committer.lock().take() {
+            let _ = h.join();
+        }
+        let meta = *self.shared.meta.lock();
+        if let Err(e) = self.shared.store.close(&meta) {
+            eprintln!("sqlcached: clean shutdown of {} failed: {e}", self.shared.opts.dir.display());
+        }
+    }
+
+    fn enqueue(&self, make: impl FnOnce(u64) -> Op) {
+        let s = &self.shared;
+        let mut p = s.pending.lock();
+        while p.bytes > s.opts.max_pending_bytes && !s.failed.load(Ordering::Relaxed) {
+            s.work.notify_one();
+            s.space.wait_for(&mut p, Duration::from_millis(100));
+        }
+        let seq = p.push_with(make);
+        drop(p);
+        s.counters.writes.fetch_add(1, Ordering::Relaxed);
+        LAST_SEQ.with(|c| c.set(seq));
+        s.work.notify_one();
+    }
+}
+
+impl Tier for DiskTier {
+    fn get(&self, key: &[u8]) -> Option<TierItem> {
+        let s = &self.shared;
+        let rec = match s.pending.lock().lookup(key) {
+            Some(state) => state,
+            None => match s.store.get(key) {
+                Ok(Some(raw)) => match Record::decode(&raw) {
+                    Ok(r) => Some(Arc::new(r)),
+                    Err(damage) => {
+                        eprintln!("sqlcached: damaged record on disk ({damage}); dropped");
+                        s.counters.damaged.fetch_add(1, Ordering::Relaxed);
+                        self.enqueue(|_| Op::Delete(key.to_vec()));
+                        None
+                    }
+                },
+                Ok(None) => None,
+                Err(e) => {
+                    s.counters.read_errors.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("sqlcached: disk read failed: {e}");
+                    None
+                }
+            },
+        }?;
+        Some(TierItem {
+            value: rec.value.clone(),
+            flags: rec.flags,
+            exptime_unix: rec.exptime,
+            cas: rec.cas,
+            stored_unix: rec.stored,
+        })
+    }
+
+    fn put(&self, key: &[u8], item: &TierItem) {
+        self.enqueue(|seq| {
+            let rec = Record {
+                flags: item.flags,
+                exptime: item.exptime_unix,
+                cas: item.cas,
+                stored: item.stored_unix,
+                seq,
+                value: item.value.clone(),
+            };
+            Op::Put(key.to_vec(), Arc::new(rec))
+        });
+    }
+
+    fn delete(&self, key: &[u8]) {
+        self.enqueue(|_| Op::Delete(key.to_vec()));
+    }
+
+    fn flush(&self, at_unix: i64) {
+        self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) });
+    }
+
+    fn stats(&self) -> Vec<(&'static str, String)> {
+        let s = &self.shared;
+        let c = &s.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
+        vec![
+            ("disk_durability", if s.opts.durability == Durability::Sync { "sync" } else { "async" }.to_string()),
+            ("disk_items", s.store.approx_items().to_string()),
+            ("disk_bytes", get(&c.bytes)),
+            ("disk_space", s.store.disk_space().to_string()),
+            ("disk_limit", s.opts.disk_limit.to_string()),
+            ("disk_writes", get(&c.writes)),
+            ("disk_batches", get(&c.batches)),
+            ("disk_fsyncs", get(&c.fsyncs)),
+            ("disk_evictions", get(&c.evictions)),
+            ("disk_damaged_records", get(&c.damaged)),
+            ("disk_read_errors", get(&c.read_errors)),
+            ("disk_queue_bytes", s.pending.lock().bytes.to_string()),
+            ("disk_failed", (s.failed.load(Ordering::Relaxed) as u8).to_string()),
+        ]
+    }
+}
