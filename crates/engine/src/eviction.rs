@@ -112,9 +112,9 @@ impl S3Fifo {
         }
     }
 
-    /// Remember an evicted small-queue key, bounded by the number of live items.
+    /// Remember an evicted small-queue key; the ghost holds as many keys as the main queue.
     pub fn remember(&mut self, hash: u64) {
-        let cap = (self.small.len + self.main.len).max(64);
+        let cap = self.main.len.max(64);
         self.ghost.add(hash, cap);
     }
 
@@ -177,35 +177,50 @@ impl S3Fifo {
     }
 }
 
-/// Hashes of keys recently evicted from the small queue.
+/// Fingerprints of keys recently evicted from the small queue: a FIFO ring of 32-bit
+/// fingerprints plus a counting table (about 16 bytes per remembered key). A fingerprint
+/// collision only sends a new key to the main queue early, which is harmless.
+/// Table hash of a fingerprint: spread over 64 bits (SwissTable uses the top bits too).
+#[inline]
+fn spread(fp: u32) -> u64 {
+    (fp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 #[derive(Default)]
 struct Ghost {
-    order: VecDeque<(u64, u64)>,
-    live: HashTable<(u64, u64)>,
-    seq: u64,
+    order: VecDeque<u32>,
+    live: HashTable<(u32, u32)>,
 }
 
 impl Ghost {
     fn add(&mut self, hash: u64, cap: usize) {
-        self.seq += 1;
-        let seq = self.seq;
-        match self.live.find_mut(hash, |e| e.0 == hash) {
-            Some(e) => e.1 = seq,
+        let fp = hash as u32;
+        match self.live.find_mut(spread(fp), |e| e.0 == fp) {
+            Some(e) => e.1 += 1,
             None => {
-                self.live.insert_unique(hash, (hash, seq), |e| e.0);
+                self.live.insert_unique(spread(fp), (fp, 1), |e| spread(e.0));
             }
         }
-        self.order.push_back((hash, seq));
+        self.order.push_back(fp);
         while self.order.len() > cap {
-            let (h, s) = self.order.pop_front().expect("non-empty");
-            if let Ok(e) = self.live.find_entry(h, |e| e.0 == h && e.1 == s) {
+            let old = self.order.pop_front().expect("non-empty");
+            self.forget(old);
+        }
+    }
+
+    fn forget(&mut self, fp: u32) {
+        if let Ok(mut e) = self.live.find_entry(spread(fp), |e| e.0 == fp) {
+            if e.get().1 > 1 {
+                e.get_mut().1 -= 1;
+            } else {
                 e.remove();
             }
         }
     }
 
     fn take(&mut self, hash: u64) -> bool {
-        match self.live.find_entry(hash, |e| e.0 == hash) {
+        let fp = hash as u32;
+        match self.live.find_entry(spread(fp), |e| e.0 == fp) {
             Ok(e) => {
                 e.remove();
                 true
