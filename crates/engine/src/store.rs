@@ -1,14 +1,14 @@
 //! The [`Engine`]: shards behind their own locks, a global memory bound, CAS, flush.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::config::EngineConfig;
-use crate::item::{Item, FETCHED, ITEM_UPDATE_INTERVAL};
+use crate::item::{Item, FETCHED, ITEM_UPDATE_INTERVAL, KEY_BINARY, STALE, WON};
 use crate::shard::{KeyHasher, Shard};
 use crate::stats::{EngineStats, ShardStats};
 use crate::tier::{Tier, TierItem};
@@ -29,6 +29,9 @@ pub struct Engine {
     cas: AtomicU64,
     /// Delayed `flush_all`: items stored before this relative time die once it passes.
     flush_at: AtomicU32,
+    /// The same deadline as a unix time, for items read back from the tier (their store
+    /// time may predate this process).
+    flush_at_unix: AtomicI64,
     cmd_flush: AtomicU64,
     tier: Option<Arc<dyn Tier>>,
 }
@@ -70,6 +73,7 @@ impl Engine {
             mem_limit: AtomicUsize::new(limit),
             cas: AtomicU64::new(0),
             flush_at: AtomicU32::new(0),
+            flush_at_unix: AtomicI64::new(0),
             cmd_flush: AtomicU64::new(0),
             tier: None,
         }
@@ -99,7 +103,11 @@ impl Engine {
     /// Restore a pending delayed `flush_all` (a unix time) after a restart.
     pub fn restore_flush_deadline(&self, at_unix: i64) {
         if at_unix > 0 {
-            self.flush_at.store(self.clock.realtime(at_unix), Ordering::Relaxed);
+            self.flush_at_unix.store(at_unix, Ordering::Relaxed);
+            // Only a deadline still ahead concerns items stored by this process.
+            if at_unix > self.clock.unix_now() {
+                self.flush_at.store(self.clock.realtime(at_unix), Ordering::Relaxed);
+            }
         }
     }
 
@@ -137,19 +145,23 @@ impl Engine {
         if delay > 0 {
             let at = self.clock.realtime(delay);
             self.flush_at.store(at, Ordering::Relaxed);
+            self.flush_at_unix.store(self.clock.to_unix(at), Ordering::Relaxed);
             if let Some(t) = &self.tier {
                 t.flush(self.clock.to_unix(at));
             }
             return;
         }
         self.flush_at.store(0, Ordering::Relaxed);
-        for s in self.shards.iter() {
-            let mut s = s.0.lock();
-            let freed = s.clear();
-            self.mem_used.fetch_sub(freed, Ordering::Relaxed);
-        }
+        self.flush_at_unix.store(0, Ordering::Relaxed);
+        // Hold every shard while the tier records the flush and memory empties, so that a
+        // store racing with flush_all is either flushed in both tiers or kept in both.
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
         if let Some(t) = &self.tier {
             t.flush(0);
+        }
+        for s in guards.iter_mut() {
+            let freed = s.clear();
+            self.mem_used.fetch_sub(freed, Ordering::Relaxed);
         }
     }
 
@@ -315,12 +327,13 @@ impl<'a> Access<'a> {
         }
         let stored = ti.stored_unix - clock.process_started();
         item.stored = stored.clamp(0, u32::MAX as i64) as u32;
-        let flush_at = self.engine.flush_at.load(Ordering::Relaxed);
-        if flush_at != 0 && flush_at <= self.now && item.stored < flush_at {
+        let flush_at = self.engine.flush_at_unix.load(Ordering::Relaxed);
+        if flush_at != 0 && flush_at <= clock.unix_now() && ti.stored_unix < flush_at {
             tier.delete(self.key);
             return Err(Miss::Flushed);
         }
         item.cas = ti.cas;
+        item.bits = ti.bits & (STALE | WON | KEY_BINARY);
         self.shard.stats.tier_hits += 1;
         let idx = self.link(item, false).map_err(|_| Miss::Absent)?;
         Ok(self.shard.get_mut(idx))
@@ -459,5 +472,6 @@ fn tier_item(engine: &Engine, it: &Item) -> TierItem {
         exptime_unix: engine.clock.to_unix(it.exptime),
         cas: it.cas,
         stored_unix: engine.clock.process_started() + it.stored as i64,
+        bits: it.bits & (STALE | WON | KEY_BINARY),
     }
 }

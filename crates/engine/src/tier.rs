@@ -18,6 +18,8 @@ pub struct TierItem {
     pub cas: u64,
     /// Unix time the item was stored (a delayed `flush_all` drops items stored before it).
     pub stored_unix: i64,
+    /// Item state that survives a restart: `STALE`, `WON`, `KEY_BINARY` (see `item`).
+    pub bits: u8,
 }
 
 /// A storage tier under memory.

@@ -89,6 +89,10 @@ pub struct Config {
     pub disk_limit: u64,
     /// `--data-dir-recover`: move a damaged data directory aside and start empty.
     pub data_dir_recover: bool,
+    /// `--durability` was given.
+    pub durability_set: bool,
+    /// `--flush-interval-ms` was given.
+    pub flush_interval_set: bool,
 }
 
 impl Default for Config {
@@ -123,6 +127,8 @@ impl Default for Config {
             flush_interval_ms: 100,
             disk_limit: 0,
             data_dir_recover: false,
+            durability_set: false,
+            flush_interval_set: false,
         }
     }
 }
@@ -303,6 +309,7 @@ impl Config {
                 }
                 Long("data-dir") => c.data_dir = Some(val(&mut p)?),
                 Long("durability") => {
+                    c.durability_set = true;
                     c.durability_sync = match val(&mut p)?.as_str() {
                         "sync" => true,
                         "async" => false,
@@ -310,6 +317,7 @@ impl Config {
                     }
                 }
                 Long("flush-interval-ms") => {
+                    c.flush_interval_set = true;
                     c.flush_interval_ms = num("--flush-interval-ms", &val(&mut p)?)?;
                     if c.flush_interval_ms == 0 {
                         return Err("--flush-interval-ms must be at least 1".into());
@@ -336,6 +344,12 @@ impl Config {
                 }
                 _ => return Err(arg.unexpected().to_string()),
             }
+        }
+        if c.data_dir.is_none() && (c.durability_set || c.disk_limit > 0 || c.flush_interval_set || c.data_dir_recover)
+        {
+            return Err("--durability, --flush-interval-ms, --disk-limit and --data-dir-recover apply to the \
+                        persistent tier: give --data-dir too"
+                .into());
         }
         if !item_size_set {
             c.item_size_max = 1024 * 1024;

@@ -15,6 +15,8 @@ const CAS_RESTART_GAP: u64 = 1 << 32;
 /// Open the data directory, put it under the engine and restore its state.
 pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, String> {
     let Some(dir) = &cfg.data_dir else { return Ok(None) };
+    let dir = dir.trim_end_matches('/');
+    let dir = if dir.is_empty() { "/" } else { dir };
     let opts = Options {
         dir: dir.into(),
         durability: if cfg.durability_sync { Durability::Sync } else { Durability::Async },
@@ -34,17 +36,25 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
         Err(e) => return Err(e),
     };
     let r = disk.report().clone();
+    let how =
+        if r.clean || r.created { "" } else { "; the last run did not shut down cleanly: its journal was replayed" };
     eprintln!(
-        "sqlcached: data dir {dir}: {} ({} items, {} durability){}",
+        "sqlcached: data dir {dir}: {} (about {} items, {} durability){how}",
         if r.created { "created" } else { "opened" },
         r.items,
         if cfg.durability_sync { "sync" } else { "async" },
-        if r.clean || r.created {
-            ""
-        } else {
-            "; the last run did not shut down cleanly: its journal was replayed, every acknowledged write is kept"
-        }
     );
+    if let Some((recorded, recovered)) = r.lost {
+        eprintln!(
+            "sqlcached: data dir {dir} is DAMAGED: its journal was cut short; writes up to sequence {recorded} \
+             were durable but only {recovered} could be recovered, so up to {} acknowledged writes are lost. \
+             The rest was recovered and is served.",
+            recorded - recovered
+        );
+    }
+    if r.reindexed > 0 {
+        eprintln!("sqlcached: data dir {dir}: indexed {} items for --disk-limit", r.reindexed);
+    }
     let disk = Arc::new(disk);
     if !r.created {
         engine.set_cas_floor(disk.cas_high_water().saturating_add(CAS_RESTART_GAP));

@@ -21,6 +21,9 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let info = ConnInfo { addr: local.clone(), listen_addr: local, last_cmd: AtomicU32::new(0) };
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::new();
+    // Writes are acknowledged only once the persistent tier allows it, as on TCP.
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut ack = shared.disk.as_ref().map(|d| d.ack_signal());
     loop {
         let Ok((n, peer)) = sock.recv_from(&mut buf) else {
             continue;
@@ -39,6 +42,12 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
                 binary::process(payload, &mut BinaryState::default(), &ctx, &mut out, &mut budget);
             } else {
                 text::process(payload, &mut TextState::default(), &ctx, &mut out, &mut budget);
+            }
+        }
+        let seq = tier_disk::take_last_seq();
+        if let (Some(disk), Some(rx)) = (&shared.disk, ack.as_mut()) {
+            if seq > 0 && !rt.block_on(disk.wait_ack(rx, seq)) {
+                continue;
             }
         }
         let chunks: Vec<&[u8]> = out.chunks(MAX_DATAGRAM - FRAME_HEADER).collect();

@@ -86,6 +86,15 @@ fn persist(s: &Shared, last: u64) {
         Ok(()) => {
             s.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
             s.durable.send_replace(last);
+            // Record the durable horizon outside the journal, at most once a second.
+            let mut at = s.last_checkpoint.lock();
+            if at.elapsed() >= Duration::from_secs(1) {
+                *at = Instant::now();
+                let cp = crate::checkpoint::Checkpoint { seq: s.meta.lock().seq_hwm, clean: false };
+                if let Err(e) = crate::checkpoint::write(&s.opts.dir, cp) {
+                    fail(s, &format!("cannot write CHECKPOINT: {e}"));
+                }
+            }
         }
         Err(e) => fail(s, &e),
     }

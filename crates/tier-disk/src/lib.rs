@@ -10,6 +10,7 @@
 //! committed), then fjall. Records carry a CRC ([`record`]); a damaged one is reported
 //! and treated as a miss, never served. One server per directory ([`lock`]).
 
+pub mod checkpoint;
 pub mod committer;
 pub mod lock;
 pub mod pending;

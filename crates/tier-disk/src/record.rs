@@ -5,7 +5,7 @@
 /// Record format version.
 const VERSION: u8 = 1;
 /// Bytes before the value.
-pub const HEADER: usize = 41;
+pub const HEADER: usize = 42;
 
 /// An item as stored on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub struct Record {
     pub stored: i64,
     /// Write sequence number (orders items oldest-first for disk eviction).
     pub seq: u64,
+    /// Item state bits kept across restarts (stale, recache token sent, binary key).
+    pub bits: u8,
     /// The value.
     pub value: Vec<u8>,
 }
@@ -56,6 +58,7 @@ impl Record {
         b.extend_from_slice(&self.cas.to_le_bytes());
         b.extend_from_slice(&self.stored.to_le_bytes());
         b.extend_from_slice(&self.seq.to_le_bytes());
+        b.push(self.bits);
         b.extend_from_slice(&self.value);
         let crc = crc32fast::hash(&b[5..]);
         b[1..5].copy_from_slice(&crc.to_le_bytes());
@@ -81,6 +84,7 @@ impl Record {
             cas: u64_at(17),
             stored: u64_at(25) as i64,
             seq: u64_at(33),
+            bits: b[41],
             value: b[HEADER..].to_vec(),
         })
     }
@@ -92,8 +96,15 @@ mod tests {
 
     #[test]
     fn round_trip_and_damage() {
-        let r =
-            Record { flags: 7, exptime: 1_900_000_000, cas: 42, stored: 1_800_000_000, seq: 9, value: b"hi".to_vec() };
+        let r = Record {
+            flags: 7,
+            exptime: 1_900_000_000,
+            cas: 42,
+            stored: 1_800_000_000,
+            seq: 9,
+            bits: 4,
+            value: b"hi".to_vec(),
+        };
         let mut b = r.encode();
         assert_eq!(Record::decode(&b), Ok(r));
         b[HEADER] ^= 1;

@@ -36,6 +36,12 @@ pub struct OpenReport {
     pub clean: bool,
     /// Whether the directory was created now.
     pub created: bool,
+    /// Writes recorded as durable that the journal no longer holds (damage), if any:
+    /// (highest sequence recorded durable, highest sequence recovered).
+    pub lost: Option<(u64, u64)>,
+    /// Items whose eviction index was rebuilt at open (a `--disk-limit` on a directory
+    /// written without one).
+    pub reindexed: u64,
 }
 
 /// The fjall database.
@@ -78,7 +84,13 @@ impl Store {
         let index = db.keyspace("index", ks_opts).map_err(err)?;
         let meta_ks = db.keyspace("meta", KeyspaceCreateOptions::default).map_err(err)?;
         let get_u64 = |k: &str| -> Result<Option<u64>, String> {
-            Ok(meta_ks.get(k).map_err(err)?.map(|v| u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8]))))
+            match meta_ks.get(k).map_err(err)? {
+                None => Ok(None),
+                Some(v) if v.len() == 8 => Ok(Some(u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8])))),
+                Some(v) => {
+                    Err(format!("data directory {}: meta entry {k} is damaged ({} bytes)", dir.display(), v.len()))
+                }
+            }
         };
         match get_u64("format")? {
             None | Some(FORMAT) => {}
@@ -89,22 +101,68 @@ impl Store {
                 ))
             }
         }
-        let clean = get_u64("clean")?.unwrap_or(1) == 1;
+        let checkpoint = crate::checkpoint::read(dir);
+        let clean = checkpoint.is_none_or(|c| c.clean);
         let meta = Meta {
             cas_hwm: get_u64("cas_hwm")?.unwrap_or(0),
             seq_hwm: get_u64("seq_hwm")?.unwrap_or(0),
             flush_at: get_u64("flush_at")?.unwrap_or(0) as i64,
             bytes: get_u64("bytes")?.unwrap_or(0),
         };
-        let report = OpenReport { items: data.approximate_len(), clean, created };
+        let lost = checkpoint.filter(|c| c.seq > meta.seq_hwm).map(|c| (c.seq, meta.seq_hwm));
+        let report = OpenReport { items: data.approximate_len(), clean, created, lost, reindexed: 0 };
         let store = Store { db, spaces: RwLock::new(Spaces { data, index }), meta: meta_ks };
-        // Mark the directory as in use until a clean shutdown.
         let mut b = store.db.batch();
         b.insert(&store.meta, "format", FORMAT.to_le_bytes());
-        b.insert(&store.meta, "clean", 0u64.to_le_bytes());
         b.commit().map_err(err)?;
         store.persist()?;
+        // Mark the directory as in use until a clean shutdown.
+        crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: false })
+            .map_err(|e| format!("cannot write {}/CHECKPOINT: {e}", dir.display()))?;
         Ok((store, meta, report))
+    }
+
+    /// Whether every item has an eviction-index entry (the index was maintained since the
+    /// directory was created or last flushed).
+    pub fn indexed(&self) -> Result<bool, String> {
+        Ok(self.meta.get("indexed").map_err(err)?.is_some_and(|v| v.first() == Some(&1)))
+    }
+
+    /// Record whether the eviction index is complete.
+    pub fn set_indexed(&self, on: bool) -> Result<(), String> {
+        let mut b = self.db.batch();
+        b.insert(&self.meta, "indexed", (on as u64).to_le_bytes());
+        b.commit().map_err(err)
+    }
+
+    /// Rebuild the eviction index from the items (oldest-written first by their stored
+    /// write sequence); returns (items indexed, logical bytes).
+    pub fn rebuild_index(&self) -> Result<(u64, u64), String> {
+        {
+            let mut spaces = self.spaces.write();
+            let old = spaces.index.clone();
+            self.db.delete_keyspace(old).map_err(err)?;
+            spaces.index = self.db.keyspace("index", ks_opts).map_err(err)?;
+        }
+        let spaces = self.spaces.read();
+        let mut n = 0;
+        let mut bytes = 0u64;
+        let mut b = self.db.batch();
+        for kv in spaces.data.iter() {
+            let (k, v) = kv.into_inner().map_err(err)?;
+            let Ok(rec) = Record::decode(&v) else { continue };
+            let size = (k.len() + v.len() + 32) as u32;
+            let mut iv = size.to_le_bytes().to_vec();
+            iv.extend_from_slice(&k);
+            b.insert(&spaces.index, rec.seq.to_be_bytes(), iv);
+            n += 1;
+            bytes += size as u64;
+            if n % 10_000 == 0 {
+                std::mem::replace(&mut b, self.db.batch()).commit().map_err(err)?;
+            }
+        }
+        b.commit().map_err(err)?;
+        Ok((n, bytes))
     }
 
     /// Read a raw record.
@@ -226,12 +284,13 @@ impl Store {
     }
 
     /// Record a clean shutdown.
-    pub fn close(&self, meta: &Meta) -> Result<(), String> {
+    pub fn close(&self, dir: &Path, meta: &Meta) -> Result<(), String> {
         let mut b = self.db.batch();
         self.put_meta(&mut b, meta);
-        b.insert(&self.meta, "clean", 1u64.to_le_bytes());
         b.commit().map_err(err)?;
-        self.persist()
+        self.persist()?;
+        crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
+            .map_err(|e| e.to_string())
     }
 
     /// Approximate item count.

@@ -79,6 +79,8 @@ pub(crate) struct Shared {
     pub stopping: AtomicBool,
     pub counters: Counters,
     pub meta: Mutex<Meta>,
+    /// When `DIR/CHECKPOINT` was last rewritten.
+    pub last_checkpoint: Mutex<std::time::Instant>,
 }
 
 /// The persistent tier.
@@ -95,7 +97,17 @@ impl DiskTier {
     pub fn open(opts: Options) -> Result<DiskTier, String> {
         std::fs::create_dir_all(&opts.dir).map_err(|e| format!("cannot create {}: {e}", opts.dir.display()))?;
         let lock = DirLock::acquire(&opts.dir)?;
-        let (store, meta, report) = Store::open(&opts.dir, opts.cache_bytes)?;
+        let (store, mut meta, mut report) = Store::open(&opts.dir, opts.cache_bytes)?;
+        if opts.disk_limit > 0 {
+            if !store.indexed()? {
+                let (n, bytes) = store.rebuild_index()?;
+                report.reindexed = n;
+                meta.bytes = bytes;
+                store.set_indexed(true)?;
+            }
+        } else {
+            store.set_indexed(false)?;
+        }
         let (durable, _) = tokio::sync::watch::channel(meta.seq_hwm);
         let (committed, _) = tokio::sync::watch::channel(meta.seq_hwm);
         let pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
@@ -111,6 +123,7 @@ impl DiskTier {
             stopping: AtomicBool::new(false),
             counters: Counters::default(),
             meta: Mutex::new(meta),
+            last_checkpoint: Mutex::new(std::time::Instant::now()),
         });
         shared.counters.bytes.store(meta.bytes, Ordering::Relaxed);
         let s = shared.clone();
@@ -200,7 +213,7 @@ impl DiskTier {
             let _ = h.join();
         }
         let meta = *self.shared.meta.lock();
-        if let Err(e) = self.shared.store.close(&meta) {
+        if let Err(e) = self.shared.store.close(&self.shared.opts.dir, &meta) {
             eprintln!("sqlcached: clean shutdown of {} failed: {e}", self.shared.opts.dir.display());
         }
     }
@@ -249,6 +262,7 @@ impl Tier for DiskTier {
             exptime_unix: rec.exptime,
             cas: rec.cas,
             stored_unix: rec.stored,
+            bits: rec.bits,
         })
     }
 
@@ -260,6 +274,7 @@ impl Tier for DiskTier {
                 cas: item.cas,
                 stored: item.stored_unix,
                 seq,
+                bits: item.bits,
                 value: item.value.clone(),
             };
             Op::Put(key.to_vec(), Arc::new(rec))

@@ -1,0 +1,743 @@
+//! MariaDB/MySQL backend: `mysql_async` with its Pool, prepared statements (cached per
+//! connection), on a runtime thread of its own (so it works whatever runtime, or
+//! runtimes, the callers use).
+//!
+//! Lanes are tasks; a lane takes a connection from the pool for a batch transaction (or
+//! for one read) and gives it back when the transaction ends. Sessions run at READ
+//! COMMITTED: locking reads take no gap locks, and every read sees the latest commits.
+//!
+//! Failure handling: connecting is bounded by `connect_timeout_ms`, every statement by
+//! `query_timeout_ms`; after a failed connect, operations fail at once for a second
+//! (then the next one tries again, and the pool reconnects). A dead connection found
+//! when a transaction *starts* (nothing at stake yet) is replaced once; a connection
+//! that dies inside a transaction loses that transaction, which is reported, never
+//! replayed. A dropped transaction is rolled back before its connection is reused.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Transaction, TxOpts, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{deadline_passed, queue_timeout_error, Backend, BackendStats, BoxFuture, Job, Lane, Router, Stats};
+use crate::batch::{Batch, TICK};
+use crate::config::{BackendConfig, Options, PluginRows, Record};
+use crate::error::BackendError;
+use crate::ops::{plan, unix_now, CasClock, Existing, NewRow, Op, OpResult, Row, Write};
+use crate::sql::{in_chunks, Dialect};
+use crate::validate::{mysql_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
+
+const ER_DUP_ENTRY: u16 = 1062;
+const ER_LOCK_DEADLOCK: u16 = 1213;
+/// How long operations fail fast after a failed connect.
+const DOWN_HOLD: Duration = Duration::from_secs(1);
+
+/// A failed statement.
+#[derive(Debug)]
+enum MyErr {
+    /// The connection is unusable (I/O error, timeout, protocol): drop it.
+    Fatal(String),
+    /// The server refused the statement; the connection is fine.
+    Server { code: u16, msg: String },
+    /// Not the backend's: the request itself (too many value parts).
+    Request(BackendError),
+}
+
+impl MyErr {
+    fn into_backend(self) -> BackendError {
+        match self {
+            MyErr::Fatal(s) => BackendError::Unavailable(format!("MySQL: {s}")),
+            MyErr::Server { msg, .. } => BackendError::Sql(format!("MySQL: {msg}")),
+            MyErr::Request(e) => e,
+        }
+    }
+}
+
+fn classify(e: mysql_async::Error) -> MyErr {
+    match &e {
+        mysql_async::Error::Server(s) => MyErr::Server { code: s.code, msg: e.to_string() },
+        _ => MyErr::Fatal(e.to_string()),
+    }
+}
+
+/// What all lanes share.
+struct Shared {
+    pool: Pool,
+    stats: Arc<Stats>,
+    clock: Arc<CasClock>,
+    connect_timeout: Duration,
+    query_timeout: Duration,
+    /// Set after a failed connect: until then, fail at once with this message.
+    down: Mutex<Option<(Instant, String)>>,
+}
+
+impl Shared {
+    async fn timed<T>(&self, fut: impl Future<Output = mysql_async::Result<T>>) -> Result<T, MyErr> {
+        match tokio::time::timeout(self.query_timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(classify(e)),
+            Err(_) => Err(MyErr::Fatal(format!("no answer within {} ms", self.query_timeout.as_millis()))),
+        }
+    }
+
+    fn check_down(&self) -> Result<(), BackendError> {
+        let mut d = self.down.lock().unwrap();
+        match &*d {
+            Some((until, msg)) if Instant::now() < *until => Err(BackendError::Unavailable(msg.clone())),
+            Some(_) => {
+                *d = None;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn mark_down(&self, msg: &str) -> BackendError {
+        let msg = format!("MySQL: cannot connect: {msg}");
+        *self.down.lock().unwrap() = Some((Instant::now() + DOWN_HOLD, msg.clone()));
+        BackendError::Unavailable(msg)
+    }
+
+    /// Runs `connect` (a pool checkout) bounded by the connect timeout; a failure holds
+    /// further attempts off for a second.
+    async fn connect<T>(&self, connect: impl Future<Output = mysql_async::Result<T>>) -> Result<T, BackendError> {
+        self.check_down()?;
+        match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(self.mark_down(&e.to_string())),
+            Err(_) => Err(self.mark_down(&format!("no connection within {} ms", self.connect_timeout.as_millis()))),
+        }
+    }
+
+    async fn get_conn(&self) -> Result<Conn, BackendError> {
+        self.connect(self.pool.get_conn()).await
+    }
+
+    /// Starts a transaction; a connection found dead right away (nothing at stake) is
+    /// replaced once.
+    async fn begin(&self, readonly: bool) -> Result<Transaction<'static>, BackendError> {
+        let mut opts = TxOpts::default();
+        if readonly {
+            opts.with_readonly(true);
+        }
+        match self.connect(self.pool.start_transaction(opts.clone())).await {
+            Ok(t) => Ok(t),
+            Err(_) if self.down.lock().unwrap().take().is_some() => {
+                self.connect(self.pool.start_transaction(opts)).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn val_bytes(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::NULL => None,
+        Value::Bytes(b) => Some(b.clone()),
+        Value::Int(i) => Some(i.to_string().into_bytes()),
+        Value::UInt(u) => Some(u.to_string().into_bytes()),
+        Value::Float(f) => Some(f.to_string().into_bytes()),
+        Value::Double(f) => Some(f.to_string().into_bytes()),
+        other => Some(other.as_sql(true).trim_matches('\'').as_bytes().to_vec()),
+    }
+}
+
+fn val_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::NULL => None,
+        Value::Int(i) => Some(*i),
+        Value::UInt(u) => Some(*u as i64),
+        Value::Float(f) => Some(*f as i64),
+        Value::Double(f) => Some(*f as i64),
+        Value::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn val_string(v: Option<&Value>) -> Option<String> {
+    v.and_then(val_bytes).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn decode(m: &Mapping, r: &mysql_async::Row) -> (Vec<u8>, Existing) {
+    let l = &m.sql.layout;
+    let get = |i: usize| r.as_ref(i).unwrap_or(&Value::NULL);
+    let key = val_bytes(get(0)).unwrap_or_default();
+    let parts = (0..l.n_values).map(|i| val_bytes(get(1 + i))).collect();
+    let int = |p: Option<usize>| p.and_then(|i| val_int(get(i)));
+    let existing = Existing {
+        parts,
+        flags: int(l.flags).unwrap_or(0) as u32,
+        cas: int(l.cas).unwrap_or(0) as u64,
+        exp: int(l.expire),
+    };
+    (key, existing)
+}
+
+fn key_param(key: &[u8]) -> Value {
+    Value::Bytes(key.to_vec())
+}
+
+fn row_params(m: &Mapping, row: &NewRow, out: &mut Vec<Value>) {
+    for p in &row.parts {
+        out.push(match p {
+            Some(v) => Value::Bytes(v.clone()),
+            None => Value::NULL,
+        });
+    }
+    if m.flags.is_some() {
+        out.push(Value::UInt(row.flags as u64));
+    }
+    if m.cas.is_some() {
+        out.push(Value::UInt(row.cas));
+    }
+    if m.expire.is_some() {
+        out.push(row.exp.map_or(Value::NULL, Value::Int));
+    }
+}
+
+async fn select_one<Q: Queryable>(
+    sh: &Shared,
+    q: &mut Q,
+    m: &Mapping,
+    sql: &str,
+    key: &[u8],
+) -> Result<Option<Existing>, MyErr> {
+    let rows: Vec<mysql_async::Row> = sh.timed(q.exec(sql, Params::Positional(vec![key_param(key)]))).await?;
+    Ok(rows.first().map(|r| decode(m, r).1))
+}
+
+async fn read_rows<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, keys: &[Vec<u8>]) -> Result<OpResult, MyErr> {
+    let now = unix_now();
+    let mut found: HashMap<Vec<u8>, Existing> = HashMap::new();
+    if keys.len() == 1 {
+        if let Some(e) = select_one(sh, q, m, &m.sql.select, &keys[0]).await? {
+            found.insert(keys[0].clone(), e);
+        }
+    } else {
+        let wanted: HashSet<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let mut stray = false;
+        for (start, len, size) in in_chunks(keys.len()) {
+            let params: Vec<Value> = (0..size).map(|i| key_param(&keys[start + i.min(len - 1)])).collect();
+            let rows: Vec<mysql_async::Row> =
+                sh.timed(q.exec(m.sql.select_in(size), Params::Positional(params))).await?;
+            for r in &rows {
+                let (k, e) = decode(m, r);
+                if wanted.contains(&k[..]) {
+                    found.insert(k, e);
+                } else {
+                    stray = true;
+                }
+            }
+        }
+        if stray || !m.key.exact {
+            // Integer keys or a case-insensitive collation: match the rest one by one,
+            // exactly as a single get would.
+            for k in keys {
+                if !found.contains_key(k) {
+                    if let Some(e) = select_one(sh, q, m, &m.sql.select, k).await? {
+                        found.insert(k.clone(), e);
+                    }
+                }
+            }
+        }
+    }
+    let mut expired = Vec::new();
+    let rows = keys
+        .iter()
+        .map(|k| match found.get(k) {
+            Some(e) if e.live(now) => Some(e.to_row(&m.separator)),
+            Some(_) => {
+                if !expired.contains(k) {
+                    expired.push(k.clone());
+                }
+                None
+            }
+            None => None,
+        })
+        .collect::<Vec<Option<Row>>>();
+    Ok(OpResult::Read { rows, expired })
+}
+
+async fn apply<Q: Queryable>(
+    sh: &Shared,
+    q: &mut Q,
+    m: &Mapping,
+    key: &[u8],
+    w: &Write,
+    now: i64,
+) -> Result<(), MyErr> {
+    let (sql, params): (&str, Vec<Value>) = match w {
+        Write::None => return Ok(()),
+        Write::Insert(row) => {
+            let mut p = vec![key_param(key)];
+            row_params(m, row, &mut p);
+            (&m.sql.insert, p)
+        }
+        Write::Update(row) => {
+            let mut p = Vec::new();
+            row_params(m, row, &mut p);
+            p.push(key_param(key));
+            (&m.sql.update, p)
+        }
+        Write::Touch(exp) => match &m.sql.touch {
+            Some(s) => (s, vec![Value::Int(*exp), key_param(key)]),
+            None => return Ok(()),
+        },
+        Write::Delete => (&m.sql.delete, vec![key_param(key)]),
+        Write::DeleteExpired => match &m.sql.delete_expired {
+            Some(s) => (s, vec![key_param(key), Value::Int(now)]),
+            None => return Ok(()),
+        },
+    };
+    sh.timed(q.exec_drop(sql, Params::Positional(params))).await
+}
+
+/// One write inside the lane's open transaction: lock-read the row, decide, run at most
+/// one statement. An INSERT that meets a row another client inserted meanwhile (READ
+/// COMMITTED takes no gap lock) is decided again once.
+async fn run_write<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, op: &Op) -> Result<OpResult, MyErr> {
+    let key = op.key().expect("write op has a key");
+    let mut retried = false;
+    loop {
+        let now = unix_now();
+        let existing = select_one(sh, q, m, &m.sql.select_for_write, key).await?;
+        let (w, res) = plan(m, op, existing.as_ref(), now, &sh.clock).map_err(MyErr::Request)?;
+        match apply(sh, q, m, key, &w, now).await {
+            Err(MyErr::Server { code: ER_DUP_ENTRY, .. }) if !retried && matches!(w, Write::Insert(_)) => {
+                retried = true
+            }
+            Err(e) => return Err(e),
+            Ok(()) => return Ok(res),
+        }
+    }
+}
+
+struct MyLane {
+    sh: Arc<Shared>,
+    writer: bool,
+    limit: u32,
+    batch: Batch,
+    tx: Option<Transaction<'static>>,
+    dirty: Arc<AtomicBool>,
+}
+
+impl MyLane {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) {
+        loop {
+            match tokio::time::timeout(TICK, rx.recv()).await {
+                Ok(Some(job)) => self.handle(job).await,
+                Ok(None) => {
+                    if let Err((n, e)) = self.commit().await {
+                        self.sh.stats.lost(n, e);
+                    }
+                    return;
+                }
+                Err(_) => {}
+            }
+            if self.batch.idle_due() {
+                if let Err((n, e)) = self.commit().await {
+                    self.sh.stats.lost(n, e);
+                }
+            }
+        }
+    }
+
+    async fn handle(&mut self, job: Job) {
+        match job {
+            Job::Commit { reply } => {
+                let r = self.commit().await.map_err(|(n, e)| self.sh.stats.lost(n, e));
+                let _ = reply.send(r);
+            }
+            Job::Op { mapping, op, reply, deadline } => {
+                let res = if deadline_passed(deadline) {
+                    Err(queue_timeout_error(Duration::ZERO))
+                } else {
+                    match &op {
+                        Op::Get { keys } => self.read(&mapping, keys).await,
+                        Op::Flush => self.flush(&mapping).await,
+                        _ => self.write(&mapping, &op).await,
+                    }
+                };
+                if res.is_err() {
+                    Stats::bump(&self.sh.stats.errors, 1);
+                }
+                if let Some(reply) = reply {
+                    let _ = reply.send(res);
+                }
+            }
+        }
+    }
+
+    /// Forgets the open transaction (its connection rolls it back, or is closed);
+    /// returns the operations it held.
+    fn abandon(&mut self) -> u64 {
+        self.tx = None;
+        self.dirty.store(false, Ordering::Release);
+        self.batch.closed()
+    }
+
+    async fn commit(&mut self) -> Result<(), (u64, BackendError)> {
+        let Some(tx) = self.tx.take() else {
+            return Ok(());
+        };
+        let r = self.sh.timed(tx.commit()).await;
+        let n = self.abandon();
+        match r {
+            Ok(()) => {
+                Stats::bump(&self.sh.stats.commits, 1);
+                Ok(())
+            }
+            Err(e) => Err((n, e.into_backend())),
+        }
+    }
+
+    async fn read(&mut self, m: &Mapping, keys: &[Vec<u8>]) -> Result<OpResult, BackendError> {
+        let sh = self.sh.clone();
+        if self.writer {
+            // Read-your-writes: inside this lane's open transaction, if any.
+            if let Some(tx) = self.tx.as_mut() {
+                return match read_rows(&sh, tx, m, keys).await {
+                    Ok(r) => Ok(r),
+                    Err(e @ MyErr::Fatal(_)) => {
+                        let n = self.abandon();
+                        Err(sh.stats.lost(n, e.into_backend()))
+                    }
+                    Err(e) => Err(e.into_backend()),
+                };
+            }
+        } else if self.limit > 1 {
+            if self.tx.is_none() {
+                self.tx = Some(sh.begin(true).await?);
+                self.batch.begun();
+            }
+            let tx = self.tx.as_mut().unwrap();
+            let r = read_rows(&sh, tx, m, keys).await;
+            if let Err(MyErr::Fatal(_)) = &r {
+                self.abandon();
+            } else if self.batch.ran() {
+                self.commit().await.map_err(|(_, e)| e)?;
+            }
+            return r.map_err(MyErr::into_backend);
+        }
+        // One read, autocommit; a dead pooled connection is replaced once (reads are
+        // idempotent).
+        let mut conn = sh.get_conn().await?;
+        match read_rows(&sh, &mut conn, m, keys).await {
+            Err(MyErr::Fatal(_)) => {
+                drop(conn);
+                let mut conn = sh.get_conn().await?;
+                read_rows(&sh, &mut conn, m, keys).await.map_err(MyErr::into_backend)
+            }
+            r => r.map_err(MyErr::into_backend),
+        }
+    }
+
+    async fn write(&mut self, m: &Mapping, op: &Op) -> Result<OpResult, BackendError> {
+        let sh = self.sh.clone();
+        if self.tx.is_none() {
+            self.tx = Some(sh.begin(false).await?);
+            Stats::bump(&sh.stats.connects, 0);
+            self.batch.begun();
+        }
+        let tx = self.tx.as_mut().unwrap();
+        match run_write(&sh, tx, m, op).await {
+            Ok(res) => {
+                if self.batch.ran() {
+                    // Full: commit before acknowledging; a failure loses the earlier
+                    // (acknowledged) operations of the batch too.
+                    self.commit().await.map_err(|(n, e)| sh.stats.lost(n.saturating_sub(1), e))?;
+                } else {
+                    self.dirty.store(true, Ordering::Release);
+                }
+                Ok(res)
+            }
+            Err(e) => {
+                let whole_txn_gone = matches!(e, MyErr::Fatal(_) | MyErr::Server { code: ER_LOCK_DEADLOCK, .. });
+                if whole_txn_gone {
+                    let n = self.abandon();
+                    Err(sh.stats.lost(n, e.into_backend()))
+                } else {
+                    if self.batch.pending() == 0 {
+                        // Nothing else in the transaction: end it (rolled back).
+                        if let Some(tx) = self.tx.take() {
+                            let _ = sh.timed(tx.rollback()).await;
+                        }
+                        self.abandon();
+                    }
+                    Err(e.into_backend())
+                }
+            }
+        }
+    }
+
+    async fn flush(&mut self, m: &Mapping) -> Result<OpResult, BackendError> {
+        self.commit().await.map_err(|(n, e)| self.sh.stats.lost(n, e))?;
+        let sh = self.sh.clone();
+        let mut conn = sh.get_conn().await?;
+        // TRUNCATE commits by itself.
+        sh.timed(conn.query_drop(m.sql.flush.as_str())).await.map_err(MyErr::into_backend)?;
+        Stats::bump(&sh.stats.commits, 1);
+        Ok(OpResult::Done)
+    }
+}
+
+pub(crate) struct MysqlBackend {
+    router: Router,
+    sh: Arc<Shared>,
+    rt: tokio::runtime::Handle,
+    default_db: Option<String>,
+}
+
+impl MysqlBackend {
+    pub async fn start(cfg: &BackendConfig, opts: &Options, clock: Arc<CasClock>) -> Result<MysqlBackend, String> {
+        let url = cfg.url.as_deref().ok_or("backend.url is required for MySQL")?;
+        let base = Opts::from_url(url).map_err(|e| format!("backend.url: {e}"))?;
+        let default_db = base.db_name().map(str::to_string);
+        let writers = cfg.writers.unwrap_or(cfg.pool_size / 2).clamp(1, cfg.pool_size.max(2) - 1);
+        let readers = cfg.pool_size.saturating_sub(writers).max(1);
+        let lock_wait = cfg.query_timeout_ms.div_ceil(1000).max(1);
+        let constraints = PoolConstraints::new(0, writers + readers + 2).expect("valid pool constraints");
+        let opts_b = OptsBuilder::from_opts(base)
+            .pool_opts(PoolOpts::default().with_constraints(constraints).with_reset_connection(false))
+            .stmt_cache_size(256)
+            .init(vec![
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
+                format!("SET SESSION innodb_lock_wait_timeout = {lock_wait}"),
+                format!("SET SESSION lock_wait_timeout = {lock_wait}"),
+            ]);
+        let connect_timeout = Duration::from_millis(cfg.connect_timeout_ms);
+        let query_timeout = Duration::from_millis(cfg.query_timeout_ms);
+        let (w_batch, r_batch, interval) = (opts.w_batch_size, opts.r_batch_size, opts.bk_commit_interval);
+
+        // The runtime thread: owns the pool and the lane tasks; ends when every lane
+        // has drained (its queue closed, i.e. the backend was dropped).
+        let (ready_tx, ready_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("sqlcached-mysql".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("MySQL runtime: {e}")));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let pool = Pool::new(opts_b);
+                    let stats = Arc::new(Stats::default());
+                    let sh = Arc::new(Shared {
+                        pool: pool.clone(),
+                        stats,
+                        clock,
+                        connect_timeout,
+                        query_timeout,
+                        down: Mutex::new(None),
+                    });
+                    let mut tasks = Vec::new();
+                    let mut mk = |writer: bool| {
+                        let (tx, rx) = mpsc::unbounded_channel::<Job>();
+                        let dirty = Arc::new(AtomicBool::new(false));
+                        let limit = if writer { w_batch } else { r_batch };
+                        let lane = MyLane {
+                            sh: sh.clone(),
+                            writer,
+                            limit,
+                            batch: Batch::new(limit, interval),
+                            tx: None,
+                            dirty: dirty.clone(),
+                        };
+                        tasks.push(tokio::spawn(lane.run(rx)));
+                        Lane::new(Box::new(tx), dirty)
+                    };
+                    let w: Vec<Lane> = (0..writers).map(|_| mk(true)).collect();
+                    let r: Vec<Lane> = (0..readers).map(|_| mk(false)).collect();
+                    let handle = tokio::runtime::Handle::current();
+                    if ready_tx.send(Ok((w, r, sh.clone(), handle))).is_err() {
+                        return;
+                    }
+                    for t in tasks {
+                        let _ = t.await;
+                    }
+                    drop(sh);
+                    let _ = tokio::time::timeout(Duration::from_secs(2), pool.disconnect()).await;
+                });
+            })
+            .map_err(|e| format!("cannot start the MySQL thread: {e}"))?;
+        let (w, r, sh, rt) = ready_rx.await.map_err(|_| "MySQL thread died at start".to_string())??;
+        let router = Router::new(w, r, query_timeout);
+        Ok(MysqlBackend { router, sh, rt, default_db })
+    }
+
+    /// Runs start-up work on the backend's runtime with a pooled connection.
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        f: impl for<'c> FnOnce(&'c Shared, &'c mut Conn) -> BoxFuture<'c, Result<T, String>> + Send + 'static,
+    ) -> Result<T, String> {
+        let sh = self.sh.clone();
+        let (tx, rx) = oneshot::channel();
+        self.rt.spawn(async move {
+            let r = match sh.get_conn().await {
+                Ok(mut c) => f(&sh, &mut c).await,
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = tx.send(r);
+        });
+        rx.await.map_err(|_| "MySQL runtime stopped".to_string())?
+    }
+}
+
+async fn rows_of(sh: &Shared, c: &mut Conn, sql: &str, params: Vec<Value>) -> Result<Vec<mysql_async::Row>, String> {
+    sh.timed(c.exec(sql, Params::Positional(params))).await.map_err(|e| e.into_backend().to_string())
+}
+
+async fn describe(sh: &Shared, c: &mut Conn, schema: String, table: String) -> Result<Option<TableInfo>, String> {
+    let p = || vec![Value::from(schema.as_str()), Value::from(table.as_str())];
+    let dbs = rows_of(
+        sh,
+        c,
+        "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+        vec![Value::from(schema.as_str())],
+    )
+    .await?;
+    if dbs.is_empty() {
+        return Err(format!("database '{schema}' does not exist (or the user cannot see it)"));
+    }
+    let t = rows_of(
+        sh,
+        c,
+        "SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+        p(),
+    )
+    .await?;
+    let Some(t) = t.first() else {
+        return Ok(None);
+    };
+    if val_string(t.as_ref(0)).is_some_and(|s| s.to_ascii_uppercase().contains("VIEW")) {
+        return Err(format!("{schema}.{table} is a view; a container needs a table"));
+    }
+    let mut info = TableInfo::default();
+    let cols = rows_of(
+        sh,
+        c,
+        "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, COLLATION_NAME FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+        p(),
+    )
+    .await?;
+    for r in &cols {
+        let name = val_string(r.as_ref(0)).unwrap_or_default();
+        let data_type = val_string(r.as_ref(1)).unwrap_or_default();
+        let decl = val_string(r.as_ref(2)).unwrap_or_else(|| data_type.clone());
+        let nullable = val_string(r.as_ref(3)).is_some_and(|s| s.eq_ignore_ascii_case("YES"));
+        let kind = mysql_kind(&data_type);
+        let collation = val_string(r.as_ref(4)).unwrap_or_default().to_ascii_lowercase();
+        let exact =
+            kind == ColKind::Blob || (kind == ColKind::Text && (collation.ends_with("_bin") || collation == "binary"));
+        info.columns.push(ColumnInfo { name, kind, decl, nullable, exact });
+    }
+    let idx = rows_of(
+        sh,
+        c,
+        "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS \
+         WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+        p(),
+    )
+    .await?;
+    for r in &idx {
+        let name = val_string(r.as_ref(0)).unwrap_or_default();
+        let unique = r.as_ref(1).and_then(val_int) == Some(0);
+        let col = val_string(r.as_ref(2));
+        let prefix = r.as_ref(3).is_some_and(|v| *v != Value::NULL);
+        let pos = match info.indexes.iter().position(|i| i.name == name) {
+            Some(p) => p,
+            None => {
+                info.indexes.push(IndexInfo {
+                    primary: name == "PRIMARY",
+                    name,
+                    unique,
+                    columns: Vec::new(),
+                    complete: true,
+                });
+                info.indexes.len() - 1
+            }
+        };
+        let ix = &mut info.indexes[pos];
+        ix.complete &= col.is_some() && !prefix;
+        ix.columns.push(col.unwrap_or_else(|| "<expression>".into()));
+    }
+    Ok(Some(info))
+}
+
+async fn records(sh: &Shared, c: &mut Conn, sql: &str) -> Result<Vec<Record>, String> {
+    let rows: Vec<mysql_async::Row> =
+        sh.timed(c.query(sql)).await.map_err(|e| format!("reading {sql}: {}", e.into_backend()))?;
+    let mut out = Vec::new();
+    for r in &rows {
+        let mut rec = Record::new();
+        for (i, col) in r.columns_ref().iter().enumerate() {
+            rec.insert(col.name_str().to_ascii_lowercase(), val_string(r.as_ref(i)));
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+async fn plugin_rows(sh: &Shared, c: &mut Conn) -> Result<Option<PluginRows>, String> {
+    let present = rows_of(
+        sh,
+        c,
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'innodb_memcache'",
+        Vec::new(),
+    )
+    .await?
+    .iter()
+    .filter_map(|r| val_string(r.as_ref(0)))
+    .collect::<Vec<String>>();
+    let has = |t: &str| present.iter().any(|p| p == t);
+    if !has("containers") {
+        return Ok(None);
+    }
+    let mut rows = PluginRows {
+        containers: records(sh, c, "SELECT * FROM `innodb_memcache`.`containers` ORDER BY `name`").await?,
+        ..PluginRows::default()
+    };
+    if has("cache_policies") {
+        rows.cache_policies =
+            records(sh, c, "SELECT * FROM `innodb_memcache`.`cache_policies` ORDER BY `policy_name`").await?;
+    }
+    if has("config_options") {
+        rows.config_options = records(sh, c, "SELECT * FROM `innodb_memcache`.`config_options`").await?;
+    }
+    Ok(Some(rows))
+}
+
+impl Backend for MysqlBackend {
+    fn dialect(&self) -> Dialect {
+        Dialect::Mysql
+    }
+
+    fn default_schema(&self) -> Option<String> {
+        self.default_db.clone()
+    }
+
+    fn describe<'a>(&'a self, schema: &'a str, table: &'a str) -> BoxFuture<'a, Result<Option<TableInfo>, String>> {
+        let (s, t) = (schema.to_string(), table.to_string());
+        Box::pin(self.with_conn(move |sh, c| Box::pin(describe(sh, c, s, t))))
+    }
+
+    fn plugin_rows(&self) -> BoxFuture<'_, Result<Option<PluginRows>, String>> {
+        Box::pin(self.with_conn(|sh, c| Box::pin(plugin_rows(sh, c))))
+    }
+
+    fn router(&self) -> &Router {
+        &self.router
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.sh.stats.snapshot()
+    }
+}

@@ -1,0 +1,731 @@
+//! Containers configuration: the TOML file and the plugin's own `innodb_memcache` tables,
+//! both mapped onto [`ContainerDef`]s and [`Options`]. Schema: `README.md` of this crate.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Everything the SQL tier needs, as read from the TOML file (or built in code).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlConfig {
+    pub backend: BackendConfig,
+    #[serde(default)]
+    pub options: OptionsConfig,
+    /// `[[container]]` entries, in order (the first one is the default container unless
+    /// one is named `default` or `options.default_container` says otherwise).
+    #[serde(default, rename = "container")]
+    pub containers: Vec<ContainerConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Sqlite,
+    #[serde(alias = "mariadb")]
+    Mysql,
+}
+
+/// Whether to read the plugin's `innodb_memcache` tables from the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginTables {
+    /// Read them when they exist; their absence is fine.
+    #[default]
+    Auto,
+    /// Never read them.
+    Off,
+    /// They must exist (the set-up is the plugin's).
+    Required,
+}
+
+/// SQLite `PRAGMA synchronous` for the writer connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// fsync at every commit: an acknowledged write survives power loss.
+    #[default]
+    Full,
+    /// WAL without fsync per commit: survives a process crash, not power loss.
+    Normal,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendConfig {
+    pub kind: BackendKind,
+    /// SQLite: the database file (created if missing; `:memory:` is refused).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// MySQL/MariaDB: `mysql://user:password@host:port/database` (`?socket=/path` for a
+    /// unix socket).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Connections in all. SQLite: 1 writer + (pool_size - 1) readers (at least 1).
+    /// MySQL: `writers` writer connections + the rest readers (at least 1).
+    #[serde(default = "default_pool_size")]
+    pub pool_size: usize,
+    /// MySQL: writer connections (keys are spread over them by hash, so one key always
+    /// goes through the same one). Default: half the pool. SQLite always has 1.
+    #[serde(default)]
+    pub writers: Option<usize>,
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Bound on one statement (MySQL) / lock wait (SQLite busy timeout) and on the time an
+    /// operation may wait in its connection's queue.
+    #[serde(default = "default_query_timeout_ms")]
+    pub query_timeout_ms: u64,
+    #[serde(default)]
+    pub plugin_tables: PluginTables,
+    /// SQLite only.
+    #[serde(default)]
+    pub synchronous: Synchronous,
+    /// SQLite only: schema name -> database file, attached on every connection, so that
+    /// containers (and plugin rows) can name `schema = "test"`; `innodb_memcache` here
+    /// holds the plugin's tables.
+    #[serde(default)]
+    pub attach: BTreeMap<String, PathBuf>,
+}
+
+fn default_pool_size() -> usize {
+    4
+}
+fn default_connect_timeout_ms() -> u64 {
+    2000
+}
+fn default_query_timeout_ms() -> u64 {
+    5000
+}
+
+/// `[options]`: each one left out comes from the plugin's `config_options` table (for
+/// `separator`, `table_map_delimiter`) or its default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionsConfig {
+    pub separator: Option<String>,
+    pub table_map_delimiter: Option<String>,
+    pub r_batch_size: Option<u32>,
+    pub w_batch_size: Option<u32>,
+    pub bk_commit_interval: Option<u64>,
+    pub cache_ttl: Option<u64>,
+    pub default_container: Option<String>,
+}
+
+/// One `[[container]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerConfig {
+    pub name: String,
+    /// SQLite: `main` (default) or an attached database; MySQL: the database (default:
+    /// the URL's).
+    #[serde(default)]
+    pub schema: Option<String>,
+    pub table: String,
+    pub key_column: String,
+    /// One or more columns: a list, or one string separated by `,;| ` like the plugin's.
+    pub value_columns: ColumnList,
+    #[serde(default)]
+    pub flags_column: Option<String>,
+    #[serde(default)]
+    pub cas_column: Option<String>,
+    #[serde(default)]
+    pub expire_column: Option<String>,
+    /// Name of the unique index on the key column (`PRIMARY` for the primary key). Any
+    /// unique index on exactly the key column is accepted too.
+    #[serde(default)]
+    pub unique_index: Option<String>,
+    /// Seconds a row cached under the `caching` policy may be served without re-reading.
+    #[serde(default)]
+    pub cache_ttl: Option<u64>,
+    /// One policy name for all four operations, or a table `{ get, set, delete, flush }`
+    /// (missing ones: `innodb_only`). Default: `innodb_only` for all.
+    #[serde(default)]
+    pub policy: Option<PolicyConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ColumnList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl ColumnList {
+    pub fn to_vec(&self) -> Vec<String> {
+        match self {
+            ColumnList::One(s) => split_column_list(s),
+            ColumnList::Many(v) => v.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PolicyConfig {
+    All(CachePolicy),
+    Each(PolicyEach),
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyEach {
+    #[serde(default)]
+    pub get: CachePolicy,
+    #[serde(default)]
+    pub set: CachePolicy,
+    #[serde(default)]
+    pub delete: CachePolicy,
+    #[serde(default)]
+    pub flush: CachePolicy,
+}
+
+/// The plugin's four policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CachePolicy {
+    /// The backend table only (no memory copy).
+    #[default]
+    InnodbOnly,
+    /// Memory only: the table is not touched.
+    CacheOnly,
+    /// Memory in front of the table: reads served from memory (bounded by `cache_ttl`),
+    /// misses and writes go to the table.
+    Caching,
+    /// The operation is refused.
+    Disabled,
+}
+
+impl CachePolicy {
+    /// Case-insensitive, as stored in `cache_policies` (MySQL ENUM values).
+    pub fn parse(s: &str) -> Option<CachePolicy> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "innodb_only" => Some(CachePolicy::InnodbOnly),
+            "cache_only" => Some(CachePolicy::CacheOnly),
+            "caching" => Some(CachePolicy::Caching),
+            "disabled" => Some(CachePolicy::Disabled),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CachePolicy::InnodbOnly => "innodb_only",
+            CachePolicy::CacheOnly => "cache_only",
+            CachePolicy::Caching => "caching",
+            CachePolicy::Disabled => "disabled",
+        }
+    }
+}
+
+/// Per-container policy for each operation family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Policy {
+    pub get: CachePolicy,
+    /// set, add, replace, cas, append, prepend, incr, decr, touch.
+    pub set: CachePolicy,
+    pub delete: CachePolicy,
+    pub flush: CachePolicy,
+}
+
+impl Policy {
+    pub fn all(p: CachePolicy) -> Policy {
+        Policy { get: p, set: p, delete: p, flush: p }
+    }
+}
+
+impl From<&PolicyConfig> for Policy {
+    fn from(p: &PolicyConfig) -> Policy {
+        match p {
+            PolicyConfig::All(p) => Policy::all(*p),
+            PolicyConfig::Each(e) => Policy { get: e.get, set: e.set, delete: e.delete, flush: e.flush },
+        }
+    }
+}
+
+/// Resolved global options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Joins value columns on read, splits the value on write (default `|`).
+    pub separator: String,
+    /// Between `@@name` and the key (default `.`).
+    pub table_map_delimiter: String,
+    pub r_batch_size: u32,
+    pub w_batch_size: u32,
+    /// Idle time after which the background commit closes an open batch transaction.
+    pub bk_commit_interval: Duration,
+    /// Default `cache_ttl` (seconds) for containers that do not set one.
+    pub cache_ttl: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            separator: "|".into(),
+            table_map_delimiter: ".".into(),
+            r_batch_size: 1,
+            w_batch_size: 1,
+            bk_commit_interval: Duration::from_secs(5),
+            cache_ttl: 60,
+        }
+    }
+}
+
+/// A container before validation, from either source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerDef {
+    pub name: String,
+    pub schema: Option<String>,
+    pub table: String,
+    pub key_column: String,
+    pub value_columns: Vec<String>,
+    pub flags_column: Option<String>,
+    pub cas_column: Option<String>,
+    pub expire_column: Option<String>,
+    pub unique_index: Option<String>,
+    pub policy: Policy,
+    /// None: the global default.
+    pub cache_ttl: Option<u64>,
+    /// "config file" or "innodb_memcache.containers": for error messages.
+    pub origin: &'static str,
+}
+
+/// Rows of one plugin table: column name (lower case) -> value (NULL = None).
+pub type Record = BTreeMap<String, Option<String>>;
+
+/// The plugin's three tables as read from a backend.
+#[derive(Debug, Clone, Default)]
+pub struct PluginRows {
+    pub containers: Vec<Record>,
+    pub cache_policies: Vec<Record>,
+    pub config_options: Vec<Record>,
+}
+
+impl SqlConfig {
+    pub fn from_toml_str(s: &str) -> Result<SqlConfig, String> {
+        let cfg: SqlConfig = toml::from_str(s).map_err(|e| format!("SQL containers config: {e}"))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    pub fn from_file(path: &Path) -> Result<SqlConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        SqlConfig::from_toml_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Checks that do not need the backend.
+    pub fn check(&self) -> Result<(), String> {
+        let b = &self.backend;
+        match b.kind {
+            BackendKind::Sqlite => match &b.path {
+                None => return Err("backend.path is required for kind = \"sqlite\"".into()),
+                Some(p) if p.as_os_str() == ":memory:" || p.as_os_str().is_empty() => {
+                    return Err(
+                        "backend.path: an SQLite file is needed (\":memory:\" cannot be shared by connections)".into()
+                    )
+                }
+                _ => {}
+            },
+            BackendKind::Mysql => {
+                if b.url.is_none() {
+                    return Err("backend.url is required for kind = \"mysql\"".into());
+                }
+                if !b.attach.is_empty() {
+                    return Err("backend.attach is for SQLite only".into());
+                }
+            }
+        }
+        if b.pool_size == 0 {
+            return Err("backend.pool_size must be at least 1".into());
+        }
+        let o = &self.options;
+        if o.separator.as_deref() == Some("") {
+            return Err("options.separator must not be empty".into());
+        }
+        if o.table_map_delimiter.as_deref() == Some("") {
+            return Err("options.table_map_delimiter must not be empty".into());
+        }
+        if o.r_batch_size == Some(0) || o.w_batch_size == Some(0) {
+            return Err("options.r_batch_size / w_batch_size must be at least 1".into());
+        }
+        if let Some(i) = o.bk_commit_interval {
+            if !(1..=1_073_741_824).contains(&i) {
+                return Err("options.bk_commit_interval must be 1..=1073741824 seconds".into());
+            }
+        }
+        for c in &self.containers {
+            if c.name.is_empty() {
+                return Err("a [[container]] has an empty name".into());
+            }
+            if c.value_columns.to_vec().is_empty() {
+                return Err(format!("container '{}': value_columns is empty", c.name));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn container_defs(&self) -> Vec<ContainerDef> {
+        self.containers
+            .iter()
+            .map(|c| ContainerDef {
+                name: c.name.clone(),
+                schema: nonempty(c.schema.as_deref()),
+                table: c.table.clone(),
+                key_column: c.key_column.trim().to_string(),
+                value_columns: c.value_columns.to_vec(),
+                flags_column: nonempty(c.flags_column.as_deref()),
+                cas_column: nonempty(c.cas_column.as_deref()),
+                expire_column: nonempty(c.expire_column.as_deref()),
+                unique_index: nonempty(c.unique_index.as_deref()),
+                policy: c.policy.as_ref().map(Policy::from).unwrap_or_default(),
+                cache_ttl: c.cache_ttl,
+                origin: "config file",
+            })
+            .collect()
+    }
+}
+
+fn nonempty(s: Option<&str>) -> Option<String> {
+    s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The plugin's column list syntax: names separated by any of `,;| ` (and tabs).
+pub fn split_column_list(s: &str) -> Vec<String> {
+    s.split([',', ';', '|', ' ', '\t']).filter(|p| !p.is_empty()).map(str::to_string).collect()
+}
+
+fn field<'a>(r: &'a Record, name: &str) -> Option<&'a str> {
+    r.get(name).and_then(|v| v.as_deref()).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The plugin's optional column names: NULL, empty and the table's default `"0"` mean
+/// "no such column".
+fn optional_column(r: &Record, name: &str) -> Option<String> {
+    field(r, name).filter(|s| *s != "0").map(str::to_string)
+}
+
+fn parse_policy_row(r: &Record) -> Result<Policy, String> {
+    let name = field(r, "policy_name").unwrap_or("?");
+    let one = |col: &str| -> Result<CachePolicy, String> {
+        match field(r, col) {
+            None => Ok(CachePolicy::InnodbOnly),
+            Some(v) => CachePolicy::parse(v).ok_or_else(|| {
+                format!(
+                    "innodb_memcache.cache_policies row '{name}': {col} = '{v}' is not one of innodb_only, cache_only, caching, disabled"
+                )
+            }),
+        }
+    };
+    Ok(Policy {
+        get: one("get_policy")?,
+        set: one("set_policy")?,
+        delete: one("delete_policy")?,
+        flush: one("flush_policy")?,
+    })
+}
+
+/// Maps the plugin's tables onto container definitions and option overrides
+/// (`separator`, `table_map_delimiter`).
+///
+/// Policy of a container: the `cache_policies` row named by the container's
+/// `cache_policy` column if the `containers` table has one (not in MySQL's definition, an
+/// extension); else the row whose `policy_name` is the container's name; else the row
+/// named `cache_policy` (the one MySQL ships and the plugin applies to every container);
+/// else the first row; else `innodb_only` for all four.
+pub fn from_plugin_rows(rows: &PluginRows) -> Result<(Vec<ContainerDef>, OptionsConfig), String> {
+    let mut policies: Vec<(String, Policy)> = Vec::new();
+    for r in &rows.cache_policies {
+        let name = field(r, "policy_name").unwrap_or("").to_string();
+        policies.push((name, parse_policy_row(r)?));
+    }
+    let find = |n: &str| policies.iter().find(|(name, _)| name == n).map(|(_, p)| *p);
+    let mut defs = Vec::new();
+    for r in &rows.containers {
+        let name = field(r, "name").ok_or("innodb_memcache.containers: a row has no name")?.to_string();
+        let ctx = |what: &str| format!("innodb_memcache.containers row '{name}': {what}");
+        let table = field(r, "db_table").ok_or_else(|| ctx("db_table is empty"))?.to_string();
+        let key_cols = split_column_list(field(r, "key_columns").ok_or_else(|| ctx("key_columns is empty"))?);
+        if key_cols.len() != 1 {
+            return Err(ctx("key_columns must name exactly one column"));
+        }
+        let value_columns = split_column_list(field(r, "value_columns").unwrap_or(""));
+        if value_columns.is_empty() {
+            return Err(ctx("value_columns is empty"));
+        }
+        let policy = match field(r, "cache_policy") {
+            Some(p) => {
+                find(p).ok_or_else(|| ctx(&format!("cache_policy '{p}' is not in innodb_memcache.cache_policies")))?
+            }
+            None => find(&name)
+                .or_else(|| find("cache_policy"))
+                .or_else(|| policies.first().map(|(_, p)| *p))
+                .unwrap_or_default(),
+        };
+        defs.push(ContainerDef {
+            name: name.clone(),
+            schema: field(r, "db_schema").map(str::to_string),
+            table,
+            key_column: key_cols.into_iter().next().unwrap(),
+            value_columns,
+            flags_column: optional_column(r, "flags"),
+            cas_column: optional_column(r, "cas_column"),
+            expire_column: optional_column(r, "expire_time_column"),
+            unique_index: field(r, "unique_idx_name_on_key").map(str::to_string),
+            policy,
+            cache_ttl: None,
+            origin: "innodb_memcache.containers",
+        });
+    }
+    let mut opts = OptionsConfig::default();
+    for r in &rows.config_options {
+        // The value is taken as is (a separator may be a space): only NULL is "unset".
+        let value = r.get("value").and_then(|v| v.clone());
+        match field(r, "name") {
+            Some("separator") => opts.separator = value.filter(|v| !v.is_empty()),
+            Some("table_map_delimiter") => opts.table_map_delimiter = value.filter(|v| !v.is_empty()),
+            _ => {}
+        }
+    }
+    Ok((defs, opts))
+}
+
+/// Options: the file's value, else the plugin table's, else the default.
+pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> Options {
+    let d = Options::default();
+    Options {
+        separator: file.separator.clone().or_else(|| plugin.separator.clone()).unwrap_or(d.separator),
+        table_map_delimiter: file
+            .table_map_delimiter
+            .clone()
+            .or_else(|| plugin.table_map_delimiter.clone())
+            .unwrap_or(d.table_map_delimiter),
+        r_batch_size: file.r_batch_size.unwrap_or(d.r_batch_size).max(1),
+        w_batch_size: file.w_batch_size.unwrap_or(d.w_batch_size).max(1),
+        bk_commit_interval: file.bk_commit_interval.map(Duration::from_secs).unwrap_or(d.bk_commit_interval),
+        cache_ttl: file.cache_ttl.unwrap_or(d.cache_ttl),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+[backend]
+kind = "sqlite"
+path = "/tmp/x.db"
+pool_size = 3
+plugin_tables = "off"
+synchronous = "normal"
+[backend.attach]
+test = "/tmp/test.db"
+
+[options]
+separator = ","
+r_batch_size = 10
+w_batch_size = 20
+bk_commit_interval = 2
+cache_ttl = 30
+
+[[container]]
+name = "default"
+schema = "test"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2|c3, c4"
+flags_column = "c5"
+cas_column = "c6"
+expire_column = "c7"
+unique_index = "PRIMARY"
+cache_ttl = 5
+policy = "caching"
+
+[[container]]
+name = "other"
+table = "t2"
+key_column = "k"
+value_columns = ["v"]
+policy = { get = "caching", delete = "disabled" }
+"#;
+
+    #[test]
+    fn toml_full_example() {
+        let cfg = SqlConfig::from_toml_str(FULL).unwrap();
+        assert_eq!(cfg.backend.kind, BackendKind::Sqlite);
+        assert_eq!(cfg.backend.pool_size, 3);
+        assert_eq!(cfg.backend.plugin_tables, PluginTables::Off);
+        assert_eq!(cfg.backend.synchronous, Synchronous::Normal);
+        assert_eq!(cfg.backend.attach["test"], PathBuf::from("/tmp/test.db"));
+        let defs = cfg.container_defs();
+        assert_eq!(defs.len(), 2);
+        assert_eq!(defs[0].value_columns, vec!["c2", "c3", "c4"]);
+        assert_eq!(defs[0].schema.as_deref(), Some("test"));
+        assert_eq!(defs[0].policy, Policy::all(CachePolicy::Caching));
+        assert_eq!(defs[0].cache_ttl, Some(5));
+        assert_eq!(defs[0].unique_index.as_deref(), Some("PRIMARY"));
+        assert_eq!(defs[1].value_columns, vec!["v"]);
+        assert_eq!(
+            defs[1].policy,
+            Policy {
+                get: CachePolicy::Caching,
+                set: CachePolicy::InnodbOnly,
+                delete: CachePolicy::Disabled,
+                flush: CachePolicy::InnodbOnly
+            }
+        );
+        assert_eq!(defs[1].schema, None);
+        let o = resolve_options(&cfg.options, &OptionsConfig::default());
+        assert_eq!(o.separator, ",");
+        assert_eq!(o.table_map_delimiter, ".");
+        assert_eq!((o.r_batch_size, o.w_batch_size), (10, 20));
+        assert_eq!(o.bk_commit_interval, Duration::from_secs(2));
+        assert_eq!(o.cache_ttl, 30);
+    }
+
+    #[test]
+    fn toml_mysql_minimal_and_defaults() {
+        let cfg =
+            SqlConfig::from_toml_str("[backend]\nkind = \"mariadb\"\nurl = \"mysql://u:p@127.0.0.1:3306/test\"\n")
+                .unwrap();
+        assert_eq!(cfg.backend.kind, BackendKind::Mysql);
+        assert_eq!(cfg.backend.pool_size, 4);
+        assert_eq!(cfg.backend.plugin_tables, PluginTables::Auto);
+        assert!(cfg.containers.is_empty());
+        let o = resolve_options(&cfg.options, &OptionsConfig::default());
+        assert_eq!(o, Options::default());
+    }
+
+    #[test]
+    fn toml_errors_are_clear() {
+        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\n").unwrap_err();
+        assert!(e.contains("backend.path"), "{e}");
+        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \":memory:\"\n").unwrap_err();
+        assert!(e.contains(":memory:"), "{e}");
+        let e = SqlConfig::from_toml_str("[backend]\nkind = \"oracle\"\npath = \"x\"\n").unwrap_err();
+        assert!(e.contains("oracle"), "{e}");
+        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\npoolsize = 3\n").unwrap_err();
+        assert!(e.contains("poolsize"), "{e}");
+        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\n[options]\nw_batch_size = 0\n")
+            .unwrap_err();
+        assert!(e.contains("w_batch_size"), "{e}");
+        let e = SqlConfig::from_toml_str(
+            "[backend]\nkind = \"sqlite\"\npath = \"x\"\n[[container]]\nname = \"a\"\ntable = \"t\"\nkey_column = \"k\"\nvalue_columns = \"v\"\npolicy = \"sometimes\"\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("policy") || e.contains("variant"), "{e}");
+    }
+
+    fn rec(pairs: &[(&str, Option<&str>)]) -> Record {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.map(str::to_string))).collect()
+    }
+
+    #[test]
+    fn plugin_rows_map_like_the_plugin() {
+        let rows = PluginRows {
+            containers: vec![
+                rec(&[
+                    ("name", Some("aaa")),
+                    ("db_schema", Some("test")),
+                    ("db_table", Some("demo_test")),
+                    ("key_columns", Some("c1")),
+                    ("value_columns", Some("c2,c21;c22|c23 c24")),
+                    ("flags", Some("c3")),
+                    ("cas_column", Some("c4")),
+                    ("expire_time_column", Some("c5")),
+                    ("unique_idx_name_on_key", Some("PRIMARY")),
+                ]),
+                rec(&[
+                    ("name", Some("bbb")),
+                    ("db_schema", Some("test")),
+                    ("db_table", Some("t2")),
+                    ("key_columns", Some("k")),
+                    ("value_columns", Some("v")),
+                    ("flags", Some("0")),
+                    ("cas_column", None),
+                    ("expire_time_column", Some("")),
+                    ("unique_idx_name_on_key", Some("k_idx")),
+                ]),
+            ],
+            cache_policies: vec![
+                rec(&[
+                    ("policy_name", Some("bbb")),
+                    ("get_policy", Some("caching")),
+                    ("set_policy", Some("CACHING")),
+                    ("delete_policy", Some("disabled")),
+                    ("flush_policy", Some("cache_only")),
+                ]),
+                rec(&[
+                    ("policy_name", Some("cache_policy")),
+                    ("get_policy", Some("innodb_only")),
+                    ("set_policy", Some("innodb_only")),
+                    ("delete_policy", Some("innodb_only")),
+                    ("flush_policy", Some("disabled")),
+                ]),
+            ],
+            config_options: vec![
+                rec(&[("name", Some("separator")), ("value", Some(";"))]),
+                rec(&[("name", Some("table_map_delimiter")), ("value", Some(":"))]),
+                rec(&[("name", Some("something_else")), ("value", Some("x"))]),
+            ],
+        };
+        let (defs, opts) = from_plugin_rows(&rows).unwrap();
+        assert_eq!(defs[0].value_columns, vec!["c2", "c21", "c22", "c23", "c24"]);
+        assert_eq!(defs[0].flags_column.as_deref(), Some("c3"));
+        assert_eq!(defs[0].expire_column.as_deref(), Some("c5"));
+        // aaa has no row of its own: the plugin's `cache_policy` row applies.
+        assert_eq!(defs[0].policy.flush, CachePolicy::Disabled);
+        assert_eq!(defs[0].policy.get, CachePolicy::InnodbOnly);
+        // bbb has a row named like it.
+        assert_eq!(defs[1].policy.get, CachePolicy::Caching);
+        assert_eq!(defs[1].policy.set, CachePolicy::Caching);
+        assert_eq!(defs[1].policy.delete, CachePolicy::Disabled);
+        assert_eq!(defs[1].policy.flush, CachePolicy::CacheOnly);
+        // "0", NULL and "" mean no column.
+        assert_eq!(
+            (defs[1].flags_column.clone(), defs[1].cas_column.clone(), defs[1].expire_column.clone()),
+            (None, None, None)
+        );
+        assert_eq!(opts.separator.as_deref(), Some(";"));
+        assert_eq!(opts.table_map_delimiter.as_deref(), Some(":"));
+        // The file wins over the plugin table, which wins over the default.
+        let file = OptionsConfig { separator: Some("#".into()), ..Default::default() };
+        let o = resolve_options(&file, &opts);
+        assert_eq!((o.separator.as_str(), o.table_map_delimiter.as_str()), ("#", ":"));
+    }
+
+    #[test]
+    fn plugin_policy_column_and_errors() {
+        let c = |extra: (&str, Option<&str>)| PluginRows {
+            containers: vec![rec(&[
+                ("name", Some("x")),
+                ("db_schema", Some("s")),
+                ("db_table", Some("t")),
+                ("key_columns", Some("k")),
+                ("value_columns", Some("v")),
+                extra,
+            ])],
+            cache_policies: vec![rec(&[
+                ("policy_name", Some("p1")),
+                ("get_policy", Some("cache_only")),
+                ("set_policy", Some("cache_only")),
+                ("delete_policy", Some("cache_only")),
+                ("flush_policy", Some("cache_only")),
+            ])],
+            config_options: vec![],
+        };
+        let (d, _) = from_plugin_rows(&c(("cache_policy", Some("p1")))).unwrap();
+        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
+        let e = from_plugin_rows(&c(("cache_policy", Some("nope")))).unwrap_err();
+        assert!(e.contains("'x'") && e.contains("nope"), "{e}");
+        // No row for it, no `cache_policy` row: the first row.
+        let (d, _) = from_plugin_rows(&c(("unused", None))).unwrap();
+        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
+        let mut two_keys = c(("unused", None));
+        two_keys.containers[0].insert("key_columns".into(), Some("k1,k2".into()));
+        assert!(from_plugin_rows(&two_keys).unwrap_err().contains("exactly one"));
+        let mut bad = c(("unused", None));
+        bad.cache_policies[0].insert("get_policy".into(), Some("always".into()));
+        assert!(from_plugin_rows(&bad).unwrap_err().contains("always"));
+    }
+}

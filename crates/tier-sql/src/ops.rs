@@ -1,0 +1,612 @@
+//! memcached semantics on a row: given what the table holds for a key, decide the one
+//! statement to run and the outcome. Shared by both backends (they only differ in how
+//! they read the row and run the statement).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::BackendError;
+use crate::validate::{ColKind, Mapping};
+
+/// A row as memcached sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The value columns joined by the separator (NULL columns as empty strings; integer
+    /// columns as decimal digits).
+    pub value: Vec<u8>,
+    /// From the flags column; 0 without one.
+    pub flags: u32,
+    /// From the cas column; 0 without one.
+    pub cas: u64,
+    /// Absolute unix time (seconds) from the expire column; 0 = never (or no column).
+    pub exptime: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMode {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    Cas,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOutcome {
+    /// Written (and committed, with `w_batch_size` 1). `cas` is the row's new cas value
+    /// (0 when the container has no cas column).
+    Stored { cas: u64 },
+    /// add: the key exists; replace/append/prepend: it does not.
+    NotStored,
+    /// The cas value did not match (or the container has no cas column to compare).
+    Exists,
+    /// cas (or a compare-and-set with cas != 0): the key does not exist.
+    NotFound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    Deleted,
+    NotFound,
+    /// A cas value was given and did not match (or there is no cas column).
+    Exists,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOutcome {
+    /// The new value and the row's new cas.
+    Value {
+        value: u64,
+        cas: u64,
+    },
+    NotFound,
+    /// The stored value is not a decimal number that fits 64 bits.
+    NonNumeric,
+}
+
+/// What a table row holds, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Existing {
+    /// Each value column (NULL = None), integers as decimal digits.
+    pub parts: Vec<Option<Vec<u8>>>,
+    pub flags: u32,
+    pub cas: u64,
+    /// The raw expire column (NULL = None).
+    pub exp: Option<i64>,
+}
+
+impl Existing {
+    pub fn live(&self, now: i64) -> bool {
+        match self.exp {
+            None | Some(0) => true,
+            Some(e) => e > now,
+        }
+    }
+
+    pub fn joined(&self, sep: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (i, p) in self.parts.iter().enumerate() {
+            if i > 0 {
+                v.extend_from_slice(sep);
+            }
+            if let Some(p) = p {
+                v.extend_from_slice(p);
+            }
+        }
+        v
+    }
+
+    pub fn to_row(&self, sep: &[u8]) -> Row {
+        Row { value: self.joined(sep), flags: self.flags, cas: self.cas, exptime: self.exp.unwrap_or(0).max(0) }
+    }
+}
+
+/// Column values for an INSERT or a full UPDATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NewRow {
+    pub parts: Vec<Option<Vec<u8>>>,
+    pub flags: u32,
+    pub cas: u64,
+    pub exp: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Write {
+    None,
+    Insert(NewRow),
+    Update(NewRow),
+    /// Only the expire column.
+    Touch(i64),
+    Delete,
+    /// The row is expired: remove it (conditionally), outcome unaffected.
+    DeleteExpired,
+}
+
+/// One operation as queued to a connection.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Get {
+        keys: Vec<Vec<u8>>,
+    },
+    Store {
+        mode: StoreMode,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        flags: u32,
+        exp: i64,
+        cas: u64,
+    },
+    Delete {
+        key: Vec<u8>,
+        cas: u64,
+    },
+    Arith {
+        key: Vec<u8>,
+        incr: bool,
+        delta: u64,
+        init: Option<(u64, i64)>,
+    },
+    Touch {
+        key: Vec<u8>,
+        exp: i64,
+    },
+    /// Lazy removal of a row a reader found expired (no reply).
+    DeleteExpired {
+        key: Vec<u8>,
+    },
+    Flush,
+}
+
+impl Op {
+    pub fn key(&self) -> Option<&[u8]> {
+        match self {
+            Op::Store { key, .. }
+            | Op::Delete { key, .. }
+            | Op::Arith { key, .. }
+            | Op::Touch { key, .. }
+            | Op::DeleteExpired { key } => Some(key),
+            Op::Get { .. } | Op::Flush => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OpResult {
+    Rows(Vec<Option<Row>>),
+    /// What a lane answers a read with: the rows (None: absent or expired) and the keys
+    /// whose rows were found expired (the router deletes them lazily).
+    Read {
+        rows: Vec<Option<Row>>,
+        expired: Vec<Vec<u8>>,
+    },
+    Store(StoreOutcome),
+    Delete(DeleteOutcome),
+    Arith(ArithOutcome),
+    Touch(Option<Row>),
+    Done,
+}
+
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// memcached's exptime rule: 0 never; negative already expired; up to 30 days relative
+/// to now; above that an absolute unix time. Returns the absolute time to store (0 =
+/// never).
+pub fn absolute_exptime(exptime: i64, now: i64) -> i64 {
+    const MONTH: i64 = 60 * 60 * 24 * 30;
+    if exptime == 0 {
+        0
+    } else if exptime < 0 {
+        (now - 1).max(1)
+    } else if exptime <= MONTH {
+        now + exptime
+    } else {
+        exptime
+    }
+}
+
+/// New cas values: unique and increasing within the process, seeded with the start time
+/// in microseconds so that values from before a restart are not handed out again, and
+/// always above the row's previous value.
+#[derive(Debug)]
+pub(crate) struct CasClock(AtomicU64);
+
+impl CasClock {
+    pub fn new() -> CasClock {
+        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(1);
+        CasClock(AtomicU64::new(micros))
+    }
+
+    pub fn next_after(&self, old: u64) -> u64 {
+        let n = self.0.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if n > old {
+            n
+        } else {
+            let m = old.wrapping_add(1).max(1);
+            self.0.fetch_max(m, Ordering::Relaxed);
+            m
+        }
+    }
+}
+
+/// Splits a value over the value columns. One column: the whole value, separators and
+/// all. Several: split on the separator; fewer parts leave the other columns NULL (empty
+/// for NOT NULL columns), more parts are refused.
+pub(crate) fn split_value(m: &Mapping, value: &[u8]) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
+    let n = m.values.len();
+    if n == 1 {
+        return Ok(vec![Some(value.to_vec())]);
+    }
+    let sep = &m.separator[..];
+    let mut parts: Vec<Option<Vec<u8>>> = Vec::with_capacity(n);
+    let mut rest = value;
+    loop {
+        match find(rest, sep) {
+            Some(i) => {
+                parts.push(Some(rest[..i].to_vec()));
+                rest = &rest[i + sep.len()..];
+            }
+            None => {
+                parts.push(Some(rest.to_vec()));
+                break;
+            }
+        }
+    }
+    if parts.len() > n {
+        return Err(BackendError::Invalid(format!(
+            "value has {} parts separated by '{}' but container '{}' has {} value columns",
+            parts.len(),
+            String::from_utf8_lossy(sep),
+            m.name,
+            n
+        )));
+    }
+    for c in &m.values[parts.len()..] {
+        parts.push(if c.nullable { None } else { Some(Vec::new()) });
+    }
+    // An empty part for a nullable integer column is NULL (an empty string is no number).
+    for (p, c) in parts.iter_mut().zip(&m.values) {
+        if c.kind == ColKind::Int && c.nullable && p.as_ref().is_some_and(|v| v.is_empty()) {
+            *p = None;
+        }
+    }
+    Ok(parts)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    (0..=hay.len() - needle.len()).find(|&i| &hay[i..i + needle.len()] == needle)
+}
+
+/// memcached's incr/decr operand: decimal digits (surrounding ASCII blanks allowed),
+/// fitting in 64 bits.
+pub(crate) fn parse_u64(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?.trim_matches(|c: char| c.is_ascii_whitespace());
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Decides a write operation. `existing` is the row as read (locked) for this key.
+pub(crate) fn plan(
+    m: &Mapping,
+    op: &Op,
+    existing: Option<&Existing>,
+    now: i64,
+    clock: &CasClock,
+) -> Result<(Write, OpResult), BackendError> {
+    let live = existing.filter(|e| e.live(now));
+    let expired = existing.is_some() && live.is_none();
+    let has_cas = m.cas.is_some();
+    let new_cas = |old: Option<&Existing>| if has_cas { clock.next_after(old.map_or(0, |e| e.cas)) } else { 0 };
+    // A cas comparison: Exists unless the container has a cas column and it matches.
+    let cas_ok = |e: &Existing, cas: u64| has_cas && e.cas == cas;
+    // Writing a row that is absent or expired: INSERT, or UPDATE over the expired one.
+    let put = |row: NewRow| if existing.is_some() { Write::Update(row) } else { Write::Insert(row) };
+    let gone = |outcome: OpResult| (if expired { Write::DeleteExpired } else { Write::None }, outcome);
+    match op {
+        Op::Store { mode, value, flags, exp, cas, .. } => {
+            let exp = m.expire.as_ref().map(|_| *exp);
+            let flags = if m.flags.is_some() { *flags } else { 0 };
+            // Compare-and-set: cas mode always compares; the others when given a cas
+            // (binary/meta protocols). add ignores it.
+            let compare = *mode == StoreMode::Cas || (*cas != 0 && *mode != StoreMode::Add);
+            if compare {
+                match live {
+                    None => {
+                        let miss = match mode {
+                            StoreMode::Replace | StoreMode::Append | StoreMode::Prepend => StoreOutcome::NotStored,
+                            _ => StoreOutcome::NotFound,
+                        };
+                        return Ok(gone(OpResult::Store(miss)));
+                    }
+                    Some(e) if !cas_ok(e, *cas) => return Ok((Write::None, OpResult::Store(StoreOutcome::Exists))),
+                    Some(_) => {}
+                }
+            }
+            match mode {
+                StoreMode::Set | StoreMode::Cas => {
+                    let c = new_cas(existing);
+                    let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
+                    Ok((put(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                }
+                StoreMode::Add => match live {
+                    Some(_) => Ok((Write::None, OpResult::Store(StoreOutcome::NotStored))),
+                    None => {
+                        let c = new_cas(existing);
+                        let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
+                        Ok((put(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                    }
+                },
+                StoreMode::Replace => match live {
+                    None => Ok(gone(OpResult::Store(StoreOutcome::NotStored))),
+                    Some(e) => {
+                        let c = new_cas(Some(e));
+                        let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
+                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                    }
+                },
+                StoreMode::Append | StoreMode::Prepend => match live {
+                    None => Ok(gone(OpResult::Store(StoreOutcome::NotStored))),
+                    Some(e) => {
+                        // memcached keeps the item's flags and exptime.
+                        let parts = if m.values.len() == 1 {
+                            let old = e.parts[0].as_deref().unwrap_or_default();
+                            let v = if *mode == StoreMode::Append {
+                                [old, &value[..]].concat()
+                            } else {
+                                [&value[..], old].concat()
+                            };
+                            vec![Some(v)]
+                        } else {
+                            let old = e.joined(&m.separator);
+                            let v = if *mode == StoreMode::Append {
+                                [&old[..], &value[..]].concat()
+                            } else {
+                                [&value[..], &old[..]].concat()
+                            };
+                            split_value(m, &v)?
+                        };
+                        let c = new_cas(Some(e));
+                        let row = NewRow { parts, flags: e.flags, cas: c, exp: e.exp };
+                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                    }
+                },
+            }
+        }
+        Op::Delete { cas, .. } => match live {
+            None => Ok(gone(OpResult::Delete(DeleteOutcome::NotFound))),
+            Some(e) if *cas != 0 && !cas_ok(e, *cas) => Ok((Write::None, OpResult::Delete(DeleteOutcome::Exists))),
+            Some(_) => Ok((Write::Delete, OpResult::Delete(DeleteOutcome::Deleted))),
+        },
+        Op::Arith { incr, delta, init, .. } => match live {
+            None => match init {
+                None => Ok(gone(OpResult::Arith(ArithOutcome::NotFound))),
+                Some((initial, exp)) => {
+                    let c = new_cas(existing);
+                    let row = NewRow {
+                        parts: split_value(m, initial.to_string().as_bytes())?,
+                        flags: 0,
+                        cas: c,
+                        exp: m.expire.as_ref().map(|_| *exp),
+                    };
+                    Ok((put(row), OpResult::Arith(ArithOutcome::Value { value: *initial, cas: c })))
+                }
+            },
+            Some(e) => {
+                let Some(cur) = parse_u64(&e.joined(&m.separator)) else {
+                    return Ok((Write::None, OpResult::Arith(ArithOutcome::NonNumeric)));
+                };
+                let v = if *incr { cur.wrapping_add(*delta) } else { cur.saturating_sub(*delta) };
+                let c = new_cas(Some(e));
+                let row =
+                    NewRow { parts: split_value(m, v.to_string().as_bytes())?, flags: e.flags, cas: c, exp: e.exp };
+                Ok((Write::Update(row), OpResult::Arith(ArithOutcome::Value { value: v, cas: c })))
+            }
+        },
+        Op::Touch { exp, .. } => match live {
+            None => Ok(gone(OpResult::Touch(None))),
+            Some(e) => {
+                let mut row = e.to_row(&m.separator);
+                if m.expire.is_some() {
+                    row.exptime = *exp;
+                    Ok((Write::Touch(*exp), OpResult::Touch(Some(row))))
+                } else {
+                    Ok((Write::None, OpResult::Touch(Some(row))))
+                }
+            }
+        },
+        Op::DeleteExpired { .. } => Ok(gone(OpResult::Done)),
+        Op::Get { .. } | Op::Flush => unreachable!("not planned per row"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ContainerDef, Policy};
+    use crate::sql::Dialect;
+    use crate::validate::{validate, ColKind, ColumnInfo, IndexInfo, TableInfo};
+
+    fn mapping(values: &[&str], cas: bool) -> Mapping {
+        let mut cols = vec![ColumnInfo {
+            name: "k".into(),
+            decl: "TEXT".into(),
+            kind: ColKind::Text,
+            nullable: false,
+            exact: true,
+        }];
+        for v in values {
+            cols.push(ColumnInfo {
+                name: v.to_string(),
+                decl: "TEXT".into(),
+                kind: ColKind::Text,
+                nullable: true,
+                exact: true,
+            });
+        }
+        for c in ["f", "c", "e"] {
+            cols.push(ColumnInfo {
+                name: c.into(),
+                decl: "INTEGER".into(),
+                kind: ColKind::Int,
+                nullable: true,
+                exact: false,
+            });
+        }
+        let info = TableInfo {
+            columns: cols,
+            indexes: vec![IndexInfo {
+                name: "PRIMARY".into(),
+                unique: true,
+                primary: true,
+                columns: vec!["k".into()],
+                complete: true,
+            }],
+        };
+        let def = ContainerDef {
+            name: "t".into(),
+            schema: None,
+            table: "t".into(),
+            key_column: "k".into(),
+            value_columns: values.iter().map(|s| s.to_string()).collect(),
+            flags_column: Some("f".into()),
+            cas_column: cas.then(|| "c".into()),
+            expire_column: Some("e".into()),
+            unique_index: None,
+            policy: Policy::default(),
+            cache_ttl: None,
+            origin: "test",
+        };
+        validate(&def, "main", Some(&info), Dialect::Sqlite, "|", 60).unwrap()
+    }
+
+    fn ex(parts: &[Option<&str>], cas: u64, exp: Option<i64>) -> Existing {
+        Existing { parts: parts.iter().map(|p| p.map(|s| s.as_bytes().to_vec())).collect(), flags: 7, cas, exp }
+    }
+
+    fn store(mode: StoreMode, v: &str, cas: u64) -> Op {
+        Op::Store { mode, key: b"k".to_vec(), value: v.as_bytes().to_vec(), flags: 1, exp: 0, cas }
+    }
+
+    #[test]
+    fn exptime_rules() {
+        let now = 1_700_000_000;
+        assert_eq!(absolute_exptime(0, now), 0);
+        assert_eq!(absolute_exptime(10, now), now + 10);
+        assert_eq!(absolute_exptime(30 * 86400, now), now + 30 * 86400);
+        assert_eq!(absolute_exptime(30 * 86400 + 1, now), 30 * 86400 + 1);
+        assert!(absolute_exptime(-1, now) < now && absolute_exptime(-1, now) != 0);
+    }
+
+    #[test]
+    fn split_and_join() {
+        let m = mapping(&["a", "b", "v3"], true);
+        assert_eq!(
+            split_value(&m, b"x|y|z").unwrap(),
+            vec![Some(b"x".to_vec()), Some(b"y".to_vec()), Some(b"z".to_vec())]
+        );
+        assert_eq!(split_value(&m, b"x").unwrap(), vec![Some(b"x".to_vec()), None, None]);
+        assert!(matches!(split_value(&m, b"1|2|3|4"), Err(BackendError::Invalid(_))));
+        let one = mapping(&["a"], true);
+        assert_eq!(split_value(&one, b"x|y|z|w").unwrap(), vec![Some(b"x|y|z|w".to_vec())]);
+        assert_eq!(ex(&[Some("x"), None, Some("3")], 0, None).joined(b"|"), b"x||3");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_u64(b"12"), Some(12));
+        assert_eq!(parse_u64(b" 12  "), Some(12));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"1a"), None);
+        assert_eq!(parse_u64(b""), None);
+    }
+
+    #[test]
+    fn cas_without_cas_column_never_writes() {
+        let m = mapping(&["a"], false);
+        let clock = CasClock::new();
+        let e = ex(&[Some("v")], 0, None);
+        let (w, r) = plan(&m, &store(StoreMode::Cas, "n", 0), Some(&e), 100, &clock).unwrap();
+        assert_eq!((w, r), (Write::None, OpResult::Store(StoreOutcome::Exists)));
+        let (w, r) = plan(&m, &store(StoreMode::Cas, "n", 0), None, 100, &clock).unwrap();
+        assert_eq!((w, r), (Write::None, OpResult::Store(StoreOutcome::NotFound)));
+        let (_, r) = plan(&m, &store(StoreMode::Set, "n", 0), Some(&e), 100, &clock).unwrap();
+        assert_eq!(r, OpResult::Store(StoreOutcome::Stored { cas: 0 }));
+    }
+
+    #[test]
+    fn cas_clock_is_above_previous() {
+        let c = CasClock::new();
+        let a = c.next_after(0);
+        assert!(c.next_after(0) > a);
+        assert_eq!(c.next_after(u64::MAX - 1), u64::MAX);
+        let m = mapping(&["a"], true);
+        let e = ex(&[Some("v")], 5, None);
+        let (_, r) = plan(&m, &store(StoreMode::Set, "n", 0), Some(&e), 100, &CasClock::new()).unwrap();
+        assert!(matches!(r, OpResult::Store(StoreOutcome::Stored { cas }) if cas > 5));
+    }
+
+    #[test]
+    fn expired_rows_are_absent() {
+        let m = mapping(&["a"], true);
+        let clock = CasClock::new();
+        let e = ex(&[Some("v")], 5, Some(50));
+        let (w, r) = plan(&m, &store(StoreMode::Add, "n", 0), Some(&e), 100, &clock).unwrap();
+        assert!(matches!(w, Write::Update(_)) && matches!(r, OpResult::Store(StoreOutcome::Stored { .. })));
+        let (w, r) = plan(&m, &store(StoreMode::Replace, "n", 0), Some(&e), 100, &clock).unwrap();
+        assert_eq!((w, r), (Write::DeleteExpired, OpResult::Store(StoreOutcome::NotStored)));
+        let (_, r) = plan(&m, &store(StoreMode::Cas, "n", 5), Some(&e), 100, &clock).unwrap();
+        assert_eq!(r, OpResult::Store(StoreOutcome::NotFound));
+        let (w, r) = plan(&m, &Op::Delete { key: b"k".to_vec(), cas: 0 }, Some(&e), 100, &clock).unwrap();
+        assert_eq!((w, r), (Write::DeleteExpired, OpResult::Delete(DeleteOutcome::NotFound)));
+        // exp 0 and NULL: never.
+        assert!(ex(&[], 0, Some(0)).live(i64::MAX) && ex(&[], 0, None).live(i64::MAX));
+    }
+
+    #[test]
+    fn append_prepend_multi_column() {
+        let m = mapping(&["a", "b"], true);
+        let clock = CasClock::new();
+        let e = ex(&[Some("x"), Some("y")], 5, Some(0));
+        let (w, _) = plan(&m, &store(StoreMode::Append, "z", 0), Some(&e), 100, &clock).unwrap();
+        let Write::Update(row) = w else { panic!() };
+        assert_eq!(row.parts, vec![Some(b"x".to_vec()), Some(b"yz".to_vec())]);
+        assert_eq!((row.flags, row.exp), (7, Some(0)), "append keeps flags and exptime");
+        let (w, _) = plan(&m, &store(StoreMode::Prepend, "z", 0), Some(&e), 100, &clock).unwrap();
+        let Write::Update(row) = w else { panic!() };
+        assert_eq!(row.parts, vec![Some(b"zx".to_vec()), Some(b"y".to_vec())]);
+        let r = plan(&m, &store(StoreMode::Append, "|w", 0), Some(&e), 100, &clock);
+        assert!(matches!(r, Err(BackendError::Invalid(_))));
+    }
+
+    #[test]
+    fn arith_rules() {
+        let m = mapping(&["a"], true);
+        let clock = CasClock::new();
+        let arith = |incr, delta| Op::Arith { key: b"k".to_vec(), incr, delta, init: None };
+        let e = ex(&[Some("18446744073709551615")], 5, None);
+        let (_, r) = plan(&m, &arith(true, 2), Some(&e), 100, &clock).unwrap();
+        assert!(matches!(r, OpResult::Arith(ArithOutcome::Value { value: 1, .. })));
+        let e = ex(&[Some("3")], 5, None);
+        let (w, r) = plan(&m, &arith(false, 5), Some(&e), 100, &clock).unwrap();
+        assert!(matches!(r, OpResult::Arith(ArithOutcome::Value { value: 0, .. })));
+        let Write::Update(row) = w else { panic!() };
+        assert_eq!(row.parts, vec![Some(b"0".to_vec())]);
+        let e = ex(&[Some("abc")], 5, None);
+        let (w, r) = plan(&m, &arith(true, 1), Some(&e), 100, &clock).unwrap();
+        assert_eq!((w, r), (Write::None, OpResult::Arith(ArithOutcome::NonNumeric)));
+        let (_, r) = plan(&m, &arith(true, 1), None, 100, &clock).unwrap();
+        assert_eq!(r, OpResult::Arith(ArithOutcome::NotFound));
+        let init = Op::Arith { key: b"k".to_vec(), incr: true, delta: 1, init: Some((10, 0)) };
+        let (w, r) = plan(&m, &init, None, 100, &clock).unwrap();
+        assert!(matches!(w, Write::Insert(_)) && matches!(r, OpResult::Arith(ArithOutcome::Value { value: 10, .. })));
+    }
+}
