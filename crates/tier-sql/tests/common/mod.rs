@@ -283,7 +283,7 @@ pub async fn batching(cs: &Containers, peek: &dyn Peek, select_c2: &str) {
     assert_eq!(cs.stats().commits, commits0 + 1);
     set(c, b"b4", b"4").await;
     assert_eq!(peek.one(select_c2, b"b4").await, None);
-    tokio::time::sleep(Duration::from_millis(2600)).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
     assert_eq!(peek.one(select_c2, b"b4").await.unwrap(), b"4", "background commit after bk_commit_interval idle");
     set(c, b"b5", b"5").await;
     cs.commit_all().await.unwrap();

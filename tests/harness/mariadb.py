@@ -1,0 +1,130 @@
+"""A throw-away MariaDB for tests (Debian's mariadbd, through scripts/mariadb.sh).
+
+    from harness.mariadb import MariaDB, start_mariadb
+
+    with start_mariadb() as db:           # temp datadir, free port, binlog on (ROW)
+        db.host, db.port, db.user, db.password, db.socket
+        db.url("test")                    # mysql://user:password@127.0.0.1:port/test
+        db.env()                          # {"SQLCACHED_MARIADB": "host:port:user:password"}
+        db.sql("CREATE DATABASE test")    # as root, over the unix socket
+        db.restart()                      # stop + start on the same datadir and port
+
+As a pytest fixture (scope as needed):
+
+    @pytest.fixture(scope="module")
+    def mariadb():
+        with start_mariadb() as db:
+            yield db
+
+The server runs as root (--user=root) in its own datadir with a unix socket there and a
+TCP port on 127.0.0.1; the test user has a real password (no skip-grant-tables).
+A fresh datadir is initialized once per process and copied for later servers, so a start
+takes about a second.
+"""
+import atexit
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .servers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "mariadb.sh"
+
+_template = None  # an initialized, stopped datadir to copy
+
+
+def _run(*args, env=None, timeout=60):
+    p = subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"mariadb.sh {' '.join(map(str, args))} failed:\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+class MariaDB:
+    """One MariaDB server in `base` (a directory it owns), listening on 127.0.0.1:port."""
+
+    def __init__(self, base=None, port=None, user="sqlcached", password="sqlcached-test"):
+        self._own_base = base is None
+        self.base = Path(base or tempfile.mkdtemp(prefix="sqlcached-mariadb-"))
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.user = user
+        self.password = password
+        self.socket = str(self.base / "mysqld.sock")
+        self.running = False
+
+    def _env(self):
+        return {**os.environ, "MARIADB_USER": self.user, "MARIADB_PASSWORD": self.password}
+
+    def start(self):
+        global _template
+        if not (self.base / "data" / "mysql").is_dir():
+            if _template is None:
+                tmpl = Path(tempfile.mkdtemp(prefix="sqlcached-mariadb-template-"))
+                _run("start", tmpl, free_port(), env=self._env())
+                _run("stop", tmpl)
+                _template = tmpl
+                atexit.register(shutil.rmtree, tmpl, True)
+            shutil.copytree(_template / "data", self.base / "data", dirs_exist_ok=True)
+            # Each server writes its own binlog from the start.
+            for f in (self.base / "data").glob("binlog.*"):
+                f.unlink()
+        _run("start", self.base, self.port, env=self._env())
+        self.running = True
+        return self
+
+    def stop(self):
+        if self.running:
+            _run("stop", self.base)
+            self.running = False
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def close(self):
+        self.stop()
+        if self._own_base:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def url(self, database=""):
+        return f"mysql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
+
+    def spec(self):
+        """host:port:user:password, the SQLCACHED_MARIADB format."""
+        return f"{self.host}:{self.port}:{self.user}:{self.password}"
+
+    def env(self):
+        return {"SQLCACHED_MARIADB": self.spec()}
+
+    def sql(self, statements, database=None):
+        """Runs SQL as root over the socket; returns the output (tab-separated rows)."""
+        client = shutil.which("mariadb") or shutil.which("mysql")
+        args = [client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}", "-uroot", "-N", "-B"]
+        if database:
+            args.append(database)
+        p = subprocess.run(args, input=statements, capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError(f"SQL failed: {p.stderr}")
+        return p.stdout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@contextlib.contextmanager
+def start_mariadb(**kw):
+    """A started MariaDB in a temp directory, stopped and removed afterwards."""
+    db = MariaDB(**kw)
+    try:
+        db.start()
+        yield db
+    finally:
+        db.close()
