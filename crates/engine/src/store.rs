@@ -390,7 +390,7 @@ impl<'a> Access<'a> {
         let idx = self.link(item, true)?;
         if let Some(t) = &self.engine.tier {
             let it = self.shard.get(idx);
-            t.put(self.key, &tier_item(self.engine, it));
+            t.put(self.key, tier_item(self.engine, it));
         }
         Ok(cas)
     }
@@ -399,7 +399,7 @@ impl<'a> Access<'a> {
     pub fn changed(&mut self) {
         if let (Some(t), Some(idx)) = (&self.engine.tier, self.slot) {
             let it = self.shard.get(idx);
-            t.put(self.key, &tier_item(self.engine, it));
+            t.put(self.key, tier_item(self.engine, it));
         }
     }
 

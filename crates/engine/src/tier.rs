@@ -27,7 +27,7 @@ pub trait Tier: Send + Sync {
     /// Read a key that missed in memory.
     fn get(&self, key: &[u8]) -> Option<TierItem>;
     /// Persist a stored item.
-    fn put(&self, key: &[u8], item: &TierItem);
+    fn put(&self, key: &[u8], item: TierItem);
     /// Persist a removal.
     fn delete(&self, key: &[u8]);
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored

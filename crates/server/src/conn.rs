@@ -39,7 +39,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         Protocol::Auto => None,
     };
     let idle = shared.cfg.idle_timeout;
-    let mut ack = shared.disk.as_ref().map(|d| d.ack_signal());
+    let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     let per_event = shared.cfg.reqs_per_event;
     loop {
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {

@@ -23,7 +23,7 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let mut out = Vec::new();
     // Writes are acknowledged only once the persistent tier allows it, as on TCP.
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let mut ack = shared.disk.as_ref().map(|d| d.ack_signal());
+    let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     loop {
         let Ok((n, peer)) = sock.recv_from(&mut buf) else {
             continue;

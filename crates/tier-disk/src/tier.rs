@@ -154,12 +154,13 @@ impl DiskTier {
         self.shared.opts.durability
     }
 
-    /// What a connection awaits before acknowledging a write: the fsynced sequence number
-    /// in sync mode, the committed one (handed to the OS) in async mode.
-    pub fn ack_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+    /// What a connection awaits before acknowledging a write: in sync mode the fsynced
+    /// sequence number; in async mode nothing (writes are acknowledged at once and reach
+    /// the disk within the flush interval).
+    pub fn ack_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         match self.shared.opts.durability {
-            Durability::Sync => self.shared.durable.subscribe(),
-            Durability::Async => self.shared.committed.subscribe(),
+            Durability::Sync => Some(self.shared.durable.subscribe()),
+            Durability::Async => None,
         }
     }
 
@@ -225,11 +226,17 @@ impl DiskTier {
             s.work.notify_one();
             s.space.wait_for(&mut p, Duration::from_millis(100));
         }
+        let was_empty = p.ops.is_empty();
         let seq = p.push_with(make);
+        let big = p.bytes > s.opts.max_pending_bytes / 4;
         drop(p);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         LAST_SEQ.with(|c| c.set(seq));
-        s.work.notify_one();
+        // The committer takes everything queued when it wakes: waking it again for every
+        // change would cost a context switch per write.
+        if was_empty || big {
+            s.work.notify_one();
+        }
     }
 }
 
@@ -266,7 +273,7 @@ impl Tier for DiskTier {
         })
     }
 
-    fn put(&self, key: &[u8], item: &TierItem) {
+    fn put(&self, key: &[u8], item: TierItem) {
         self.enqueue(|seq| {
             let rec = Record {
                 flags: item.flags,
@@ -275,7 +282,7 @@ impl Tier for DiskTier {
                 stored: item.stored_unix,
                 seq,
                 bits: item.bits,
-                value: item.value.clone(),
+                value: item.value,
             };
             Op::Put(key.to_vec(), Arc::new(rec))
         });
