@@ -1,9 +1,13 @@
 # shellcheck shell=bash disable=SC2034,SC2153
-# Helpers shared by run.sh and profile.sh: start/stop servers on free loopback ports.
+# Helpers shared by run.sh, profile.sh and persist.sh: start/stop servers on free loopback ports.
 # Expects: MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[] LG_PIN[] LOADGEN WORK, log(), die().
-# Servers are named "memcached" or "sqlcached"; SRV_PID[name] and SRV_PORT[name] describe the running ones.
+# Servers are named "memcached…" (runs MEMCACHED_BIN) or anything else (runs SQLCACHED_BIN);
+# SRV_PID[name] and SRV_PORT[name] describe the running ones; SRV_EXTRA[name] adds flags for
+# that server only (persist.sh: "--data-dir DIR --durability sync"). launch_server sets SRV_T0
+# (unix ns, taken just before the exec).
 
-declare -A SRV_PID=() SRV_PORT=()
+declare -A SRV_PID=() SRV_PORT=() SRV_EXTRA=()
+SRV_T0=0
 
 is_memcached() { timeout 2 "$1" -V 2>/dev/null | grep -q '^memcached'; }
 
@@ -12,7 +16,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pick_port() {
   local p i
   for i in $(seq 1 50); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    p=$(( ${PORT_MIN:-20000} + RANDOM % ${PORT_SPAN:-30000} ))
     port_open "$p" || { echo "$p"; return; }
   done
   die "no free port found"
@@ -26,18 +30,26 @@ start_server() {
   return 1
 }
 
-start_server_once() {
-  local name="$1" mem="$2" bin args port pid i
-  if [[ "$name" == memcached ]]; then bin="$MEMCACHED_BIN"; else bin="$SQLCACHED_BIN"; fi
-  port=$(pick_port)
+# launch_server NAME MEM PORT: start it in the background and return at once (no waiting
+# for the port); SRV_T0 = unix ns just before the exec.
+launch_server() {
+  local name="$1" mem="$2" port="$3" bin args
+  if [[ "$name" == memcached* ]]; then bin="$MEMCACHED_BIN"; else bin="$SQLCACHED_BIN"; fi
   args=(-l 127.0.0.1 -p "$port" -U 0 -m "$mem" -t "$SERVER_THREADS")
   if is_memcached "$bin" && [[ "$(id -u)" == 0 ]]; then args+=(-u nobody); fi
   # shellcheck disable=SC2206
-  args+=($EXTRA_ARGS)
+  args+=($EXTRA_ARGS ${SRV_EXTRA[$name]:-})
+  SRV_T0=$(date +%s%N)
   "${SRV_PIN[@]}" "$bin" "${args[@]}" >"$WORK/$name.log" 2>&1 &
-  pid=$!
-  SRV_PID[$name]=$pid
+  SRV_PID[$name]=$!
   SRV_PORT[$name]=$port
+}
+
+start_server_once() {
+  local name="$1" mem="$2" port pid i
+  port=$(pick_port)
+  launch_server "$name" "$mem" "$port"
+  pid=${SRV_PID[$name]}
   for i in $(seq 1 200); do
     if port_open "$port"; then return 0; fi
     if ! kill -0 "$pid" 2>/dev/null; then

@@ -55,12 +55,22 @@ class Server:
     With wait=False the constructor returns as soon as the process is spawned; call
     wait_ready() before using it (lets callers start several servers in parallel)."""
 
-    def __init__(self, argv, port, wait=True):
+    def __init__(self, argv, port, wait=True, log=None, env=None):
         self.port = port
         self.host = "127.0.0.1"
         self.addr = f"127.0.0.1:{port}"
         self.argv = argv
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # log: a file path that collects the process's stderr (appended to, so that it
+        # holds every run of a restarted server); None keeps stderr on a pipe.
+        self.log = log
+        # env: extra environment variables for the process (on top of ours).
+        penv = None if env is None else {**os.environ, **env}
+        if log is None:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=penv)
+        else:
+            with open(log, "ab") as f:
+                self._log_start = f.tell()
+                self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=f, env=penv)
         if wait:
             self.wait_ready()
 
@@ -96,6 +106,44 @@ class Server:
         if self.proc.stderr:
             self.proc.stderr.close()
 
+    def sigkill(self):
+        """SIGKILL (a crash of the server; the OS and its page cache survive) and reap."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.reap()
+        return self.proc.returncode
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        """SIGTERM and wait for the process to exit by itself; returns its exit code
+        (raises TimeoutExpired, after a SIGKILL, if it does not exit in time)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        return self.proc.returncode
+
+    def restart(self, wait=True, env=None) -> "Server":
+        """A new process with the same command line, port and log (the old one must have
+        exited), and `env` as extra environment. The log's earlier runs are kept;
+        run_log() reads only the new run's."""
+        if self.proc.poll() is None:
+            raise RuntimeError("restart() of a server that is still running")
+        return Server(self.argv, self.port, wait=wait, log=self.log, env=env)
+
+    def run_log(self) -> str:
+        """What this process wrote to stderr so far (needs log=...)."""
+        if self.log is None:
+            raise RuntimeError("run_log() needs a server started with log=")
+        with open(self.log, "rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode("utf-8", "replace")
+
     def __enter__(self):
         return self
 
@@ -120,10 +168,11 @@ def memcached_argv(port: int, *args: str) -> list:
     return [binary, "-l", "127.0.0.1", "-p", str(port), *extra, *args]
 
 
-def start_sqlcached(*args: str, wait: bool = True) -> Server:
-    """Start sqlcached with memcached-style flags (a -p is added)."""
+def start_sqlcached(*args: str, wait: bool = True, log=None, env=None) -> Server:
+    """Start sqlcached with memcached-style flags (a -p is added). With log=PATH its
+    stderr goes to that file (see Server.run_log / restart); env adds variables."""
     port = free_port()
-    return Server(sqlcached_argv(port, *args), port, wait=wait)
+    return Server(sqlcached_argv(port, *args), port, wait=wait, log=log, env=env)
 
 
 def start_memcached(*args: str, wait: bool = True) -> Server:

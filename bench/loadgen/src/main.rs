@@ -6,15 +6,20 @@
 //!   run       timed closed-loop workload (get/set mix, multiget, pipelining); prints RESULT
 //!   capacity  fill distinct keys past the memory limit, read `stats`, scan for hits; prints CAPACITY
 //!   report    turn the TSV that run.sh collects into a markdown table (medians over repetitions)
+//!   stats     print a server's `stats` as one `STATS k=v ...` line (persist.sh takes deltas)
+//!   restart   right after a server's exec: time to accepting / first reply / first hit of a
+//!             known key, then optionally reads per second for a while; prints RESTART or READ
+//!   persist-report  turn the TSV that persist.sh collects into markdown tables
 //!
-//! Every loop is bounded: `run` by its duration, `load`/`capacity` by their key counts, and all
-//! of them abort when the server makes no progress for `--stall-secs` (default 10 s).
+//! Every loop is bounded: `run` by its duration, `load`/`capacity` by their key counts, `restart`
+//! by `--timeout` and `--read-secs`, and all of them abort when the server makes no progress for
+//! `--stall-secs` (default 10 s).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream as StdTcpStream, ToSocketAddrs};
 use std::process::exit;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
@@ -59,11 +64,8 @@ impl Args {
     }
     fn addr(&self) -> SocketAddr {
         let a = self.str("addr", "127.0.0.1:11211");
-        let addr = a
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut it| it.next())
-            .unwrap_or_else(|| die(&format!("bad --addr {a:?}")));
+        let addr =
+            a.to_socket_addrs().ok().and_then(|mut it| it.next()).unwrap_or_else(|| die(&format!("bad --addr {a:?}")));
         if !addr.ip().is_loopback() {
             die("refusing to send load anywhere but the loopback interface");
         }
@@ -102,10 +104,64 @@ impl Rng {
     }
 }
 
+/// Zipfian key ranks (YCSB's generator, after Gray et al., "Quickly generating billion-record
+/// synthetic databases"): rank r in 0..n with probability ~ 1/(r+1)^theta. Ranks are spread
+/// over the key space by a fixed bijection (r * mult mod n), so hot keys are not neighbours.
+#[derive(Clone, Copy)]
+struct Zipf {
+    n: u64,
+    theta: f64,
+    alpha: f64,
+    zetan: f64,
+    eta: f64,
+    mult: u64,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Zipf {
+    fn new(n: u64, theta: f64) -> Zipf {
+        if !(theta > 0.0 && theta < 1.0) {
+            die("--zipf-theta must be in (0, 1)");
+        }
+        let n = n.max(2);
+        let zeta = |m: u64| (1..=m).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
+        let zetan = zeta(n);
+        let zeta2 = zeta(2);
+        let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+        let mut mult = 0x9E37_79B9u64 % n; // odd; stepped until coprime with n
+        while mult < 2 || gcd(mult, n) != 1 {
+            mult = (mult + 1) % n;
+        }
+        Zipf { n, theta, alpha: 1.0 / (1.0 - theta), zetan, eta, mult }
+    }
+    fn rank(&self, u: f64) -> u64 {
+        let uz = u * self.zetan;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < 1.0 + 0.5f64.powf(self.theta) {
+            return 1;
+        }
+        ((self.n as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64).min(self.n - 1)
+    }
+    fn index(&self, u: f64) -> u64 {
+        ((self.rank(u) as u128 * self.mult as u128) % self.n as u128) as u64
+    }
+}
+
 #[derive(Clone, Copy)]
 enum KeySource {
     /// uniformly random key indexes in 0..n
     Random(u64),
+    /// zipfian key indexes in 0..n (`--dist zipf`)
+    Zipf(Zipf),
     /// each index once, in order, then stop
     Seq { next: u64, end: u64 },
 }
@@ -141,6 +197,10 @@ impl Gen {
             KeySource::Random(n) => {
                 let n = *n;
                 Some(self.rng.below(n))
+            }
+            KeySource::Zipf(z) => {
+                let z = *z;
+                Some(z.index(self.rng.unit()))
             }
             KeySource::Seq { next, end } => {
                 if *next >= *end {
@@ -645,13 +705,30 @@ fn make_gen(a: &Args, keys: KeySource, seed: u64) -> Gen {
     }
 }
 
+/// `--dist uniform` (default) or `--dist zipf [--zipf-theta 0.99]` over key indexes 0..keys.
+fn random_keys(a: &Args, keys: u64) -> KeySource {
+    match a.str("dist", "uniform").as_str() {
+        "uniform" => KeySource::Random(keys),
+        "zipf" => KeySource::Zipf(Zipf::new(keys, a.num("zipf-theta", 0.99))),
+        other => die(&format!("--dist must be uniform or zipf, not {other:?}")),
+    }
+}
+
 fn all_time() -> Window {
     let now = Instant::now();
     Window { start: now - Duration::from_secs(1), end: now + Duration::from_secs(365 * 24 * 3600) }
 }
 
 /// Set keys [from, to) with `conns` connections, `depth` requests in flight each.
-fn fill_range(a: &Args, addr: SocketAddr, from: u64, to: u64, set_ratio: f64, mget: usize, st: &mut Stats) -> Result<(), String> {
+fn fill_range(
+    a: &Args,
+    addr: SocketAddr,
+    from: u64,
+    to: u64,
+    set_ratio: f64,
+    mget: usize,
+    st: &mut Stats,
+) -> Result<(), String> {
     let conns: usize = a.num("conns", 4);
     let depth: usize = a.num("depth", 32);
     let stall = Duration::from_secs(a.num("stall-secs", 10));
@@ -714,7 +791,8 @@ fn cmd_run(a: &Args) {
     }
 
     // connections: `conns` per server, spread over the threads
-    let mut per_thread: Vec<Vec<Vec<StdTcpStream>>> = (0..threads).map(|_| (0..n).map(|_| Vec::new()).collect()).collect();
+    let mut per_thread: Vec<Vec<Vec<StdTcpStream>>> =
+        (0..threads).map(|_| (0..n).map(|_| Vec::new()).collect()).collect();
     for (si, addr) in addrs.iter().enumerate() {
         for (i, s) in connect(*addr, conns).into_iter().enumerate() {
             per_thread[i % threads][si].push(s);
@@ -726,7 +804,7 @@ fn cmd_run(a: &Args) {
     for (ti, per_server) in per_thread.into_iter().enumerate() {
         let seed = 0x5eed + ti as u64 * 7919 + a.num::<u64>("seed", 0);
         // the same key sequence for every server
-        let gens: Vec<Gen> = (0..n).map(|_| make_gen(a, KeySource::Random(keys), seed)).collect();
+        let gens: Vec<Gen> = (0..n).map(|_| make_gen(a, random_keys(a, keys), seed)).collect();
         let slices = slices.clone();
         handles.push(std::thread::spawn(move || -> Result<Vec<(Stats, Duration)>, String> {
             let mut drivers = Vec::new();
@@ -830,6 +908,222 @@ fn cmd_run(a: &Args) {
             a.num::<f64>("set-ratio", 0.0),
         );
     }
+}
+
+/// `stats --addr A`: one line `STATS name=value ...` with every statistic (spaces in values
+/// become `_`), for scripts that take deltas around a run.
+fn cmd_stats(a: &Args) {
+    let addr = a.addr();
+    let s = server_stats(addr).unwrap_or_else(|| die(&format!("no stats from {addr}")));
+    let mut line = String::from("STATS");
+    for (k, v) in &s {
+        line.push_str(&format!(" {}={}", k, v.replace(' ', "_")));
+    }
+    println!("{line}");
+}
+
+fn unix_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+}
+
+/// One blocking `get` of `key` on `s`: Ok(Some(true)) for a hit with the right value,
+/// Ok(Some(false)) for a miss (or a wrong value), Err on a closed connection or an error reply.
+fn probe_get(r: &mut BufReader<StdTcpStream>, key: &[u8], value_size: usize) -> io::Result<bool> {
+    let mut req = b"get ".to_vec();
+    req.extend_from_slice(key);
+    req.extend_from_slice(b"\r\n");
+    r.get_mut().write_all(&req)?;
+    let mut hit = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed"));
+        }
+        if line == b"END\r\n" {
+            return Ok(hit);
+        }
+        if !line.starts_with(b"VALUE ") {
+            return Err(io::Error::other(String::from_utf8_lossy(&line).trim_end().to_string()));
+        }
+        let bytes: usize = std::str::from_utf8(&line[6..line.len().saturating_sub(2)])
+            .ok()
+            .and_then(|t| t.split(' ').nth(2))
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| io::Error::other("bad VALUE line"))?;
+        let mut data = vec![0; bytes + 2];
+        r.read_exact(&mut data)?;
+        hit = bytes == value_size
+            && (value_size < DIGITS || (key.len() >= DIGITS && data[..DIGITS] == key[key.len() - DIGITS..]));
+    }
+}
+
+/// `restart`: started right after the script execs a server (whose exec time it passes as
+/// `--t0-ns`, unix nanoseconds), measure how soon the server is useful.
+///
+/// Phase 1 polls every `--poll-ms` (2): connect until the port accepts, then on that
+/// connection `get` the known key `--probe` (index; default keys/2+1) until it hits
+/// (`--until hit`), until any reply (`--until reply`), or stop at the first connect
+/// (`--until listen`). Prints `RESTART connect_ms= first_reply_ms= first_hit_ms= ...` (ms
+/// since t0; `na` if it never happened within `--timeout`, default 60 s).
+///
+/// Phase 2, with `--read-secs S` > 0: from the first connect on, `--conns` connections read
+/// random keys of the loaded set (`--keys`, `--dist uniform|zipf`) in a closed loop for S
+/// seconds, and one `READ` line gives totals and `per_sec=ops/hits/keys,...` for each second.
+fn cmd_restart(a: &Args) {
+    let addr = a.addr();
+    let t0: u128 = a.num("t0-ns", unix_ns());
+    let ms = || (unix_ns().saturating_sub(t0)) as f64 / 1e6;
+    let keys: u64 = a.num::<u64>("keys", 1_000_000).max(1);
+    let probe_idx: u64 = a.num("probe", keys / 2 + 1).min(keys - 1);
+    let value_size: usize = a.num("value-size", 32);
+    let poll = Duration::from_millis(a.num("poll-ms", 2));
+    let timeout = Duration::from_secs_f64(a.num("timeout", 60.0));
+    let until = a.str("until", "hit");
+    let read_secs: f64 = a.num("read-secs", 0.0);
+    if !["hit", "reply", "listen"].contains(&until.as_str()) {
+        die("--until must be hit, reply or listen");
+    }
+    if !(0.0..=600.0).contains(&read_secs) {
+        die("--read-secs must be in [0, 600]");
+    }
+    let mut key = a.str("prefix", "key:").into_bytes();
+    push_digits(&mut key, probe_idx);
+
+    let deadline = Instant::now() + timeout;
+    let mut conn: Option<BufReader<StdTcpStream>> = None;
+    let (mut connect_ms, mut reply_ms, mut hit_ms) = (None::<f64>, None::<f64>, None::<f64>);
+    let (mut polls, mut misses, mut connect_fails, mut drops) = (0u64, 0u64, 0u64, 0u64);
+    let mut last_err = String::new();
+    while Instant::now() < deadline {
+        if conn.is_none() {
+            match StdTcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                Ok(s) if s.local_addr().ok() == Some(addr) => {
+                    // TCP self-connect (source port == the closed server port): not the server
+                    drop(s);
+                    connect_fails += 1;
+                    std::thread::sleep(poll);
+                    continue;
+                }
+                Ok(s) => {
+                    s.set_nodelay(true).ok();
+                    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                    connect_ms.get_or_insert_with(ms);
+                    conn = Some(BufReader::new(s));
+                    if until == "listen" {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    connect_fails += 1;
+                    std::thread::sleep(poll);
+                    continue;
+                }
+            }
+        }
+        polls += 1;
+        match probe_get(conn.as_mut().unwrap(), &key, value_size) {
+            Ok(hit) => {
+                reply_ms.get_or_insert_with(ms);
+                if hit {
+                    hit_ms = Some(ms());
+                    break;
+                }
+                misses += 1;
+                if until == "reply" {
+                    break;
+                }
+            }
+            Err(e) => {
+                drops += 1;
+                last_err = e.to_string();
+                conn = None;
+            }
+        }
+        std::thread::sleep(poll);
+    }
+    let f = |v: Option<f64>| v.map_or("na".to_string(), |v| format!("{v:.1}"));
+    let timed_out = match until.as_str() {
+        "hit" => hit_ms.is_none(),
+        "reply" => reply_ms.is_none(),
+        _ => connect_ms.is_none(),
+    };
+    let mut out = format!(
+        "RESTART connect_ms={} first_reply_ms={} first_hit_ms={} polls={} misses_before_hit={} connect_fails={} \
+         dropped={} timed_out={} probe={}",
+        f(connect_ms),
+        f(reply_ms),
+        f(hit_ms),
+        polls,
+        misses,
+        connect_fails,
+        drops,
+        timed_out as u8,
+        String::from_utf8_lossy(&key)
+    );
+    if !last_err.is_empty() {
+        eprintln!("loadgen: restart probe: last error: {last_err}");
+    }
+    if read_secs <= 0.0 || connect_ms.is_none() {
+        println!("{out}");
+        if timed_out && read_secs > 0.0 {
+            die("server never accepted a connection");
+        }
+        return;
+    }
+    drop(conn);
+
+    // Phase 2: closed-loop reads from the first connect on, bucketed per second.
+    let conns: usize = a.num("conns", 50);
+    let stall = Duration::from_secs(a.num("stall-secs", 10));
+    let mut gen = make_gen(a, random_keys(a, keys), 0x5eed + a.num::<u64>("seed", 0));
+    gen.set_ratio = 0.0;
+    gen.mget = 1;
+    let start = Instant::now();
+    let mut d = Driver::new(connect(addr, conns), gen, a.num("depth", 1), stall)
+        .unwrap_or_else(|e| die(&format!("restart read: {e}")));
+    let win = all_time();
+    let mut total = Stats::new();
+    let mut per_sec = Vec::new();
+    let n = read_secs.ceil() as u32;
+    for i in 0..n {
+        let end = start + Duration::from_secs_f64(read_secs.min((i + 1) as f64));
+        let mut st = Stats::new();
+        if let Err(e) = d.run(Some(end), true, &win, &mut st) {
+            die(&format!("restart read: {e}"));
+        }
+        let c = &st.c;
+        eprintln!(
+            "loadgen: second {}: {} gets, hit {:.1} %, p99 {:.0} µs",
+            i + 1,
+            c.ops,
+            if c.keys > 0 { 100.0 * c.hits as f64 / c.keys as f64 } else { 0.0 },
+            st.hist.value_at_quantile(0.99) as f64 / 1000.0
+        );
+        per_sec.push(format!("{}/{}/{}", c.ops, c.hits, c.keys));
+        total.merge(&st);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let c = &total.c;
+    let h = &total.hist;
+    out = out.replacen("RESTART", "READ", 1);
+    println!(
+        "{out} read_start_ms={:.1} secs={:.3} ops={} ops_s={:.1} keys={} hits={} errors={} bad={} p50_us={:.1} p99_us={:.1} \
+         conns={} dist={} per_sec={}",
+        connect_ms.unwrap_or(0.0),
+        secs,
+        c.ops,
+        c.ops as f64 / secs,
+        c.keys,
+        c.hits,
+        c.errors,
+        c.bad,
+        h.value_at_quantile(0.5) as f64 / 1000.0,
+        h.value_at_quantile(0.99) as f64 / 1000.0,
+        conns,
+        a.str("dist", "uniform"),
+        per_sec.join(",")
+    );
 }
 
 fn cmd_capacity(a: &Args) {
@@ -1139,7 +1433,11 @@ fn cmd_report(a: &Args) {
                         .map(|r| {
                             let e: u64 = r.get("set_errors").and_then(|x| x.parse().ok()).unwrap_or(0);
                             let b: u64 = r.get("scan_bad").and_then(|x| x.parse().ok()).unwrap_or(0);
-                            if b > 0 { format!("{e} (+{b} bad values)") } else { e.to_string() }
+                            if b > 0 {
+                                format!("{e} (+{b} bad values)")
+                            } else {
+                                e.to_string()
+                            }
                         })
                         .collect();
                     v.join(" · ")
@@ -1166,16 +1464,336 @@ fn cmd_report(a: &Args) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// persist-report: the TSV of bench/persist.sh -> markdown
+
+const PERSIST_SERVERS: [&str; 4] = ["memcached", "sqlcached-mem", "sqlcached-async", "sqlcached-sync"];
+
+struct Row {
+    case: String,
+    server: String,
+    rep: String,
+    kv: BTreeMap<String, String>,
+}
+
+impl Row {
+    fn f(&self, k: &str) -> Option<f64> {
+        self.kv.get(k)?.parse().ok()
+    }
+}
+
+fn server_label(s: &str) -> &str {
+    match s {
+        "memcached" => "memcached (memory)",
+        "sqlcached-mem" => "sqlcached (memory only)",
+        "sqlcached-async" => "sqlcached --durability async",
+        "sqlcached-sync" => "sqlcached --durability sync",
+        other => other,
+    }
+}
+
+fn short_k(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn cmd_persist_report(a: &Args) {
+    let path = a.str("input", "");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| die(&format!("read {path}: {e}")));
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.splitn(4, '\t').collect();
+        if f.len() < 4 {
+            continue;
+        }
+        if f[3].starts_with("FAILED") {
+            failures.push(format!("- {} {} rep {}: {}", f[0], f[1], f[2], f[3].chars().take(300).collect::<String>()));
+            continue;
+        }
+        let kv = f[3]
+            .split_whitespace()
+            .filter_map(|t| t.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect();
+        rows.push(Row { case: f[0].into(), server: f[1].into(), rep: f[2].into(), kv });
+    }
+    let sel = |case: &str, server: &str| -> Vec<&Row> {
+        rows.iter().filter(|r| r.case == case && r.server == server).collect()
+    };
+    let med_of = |rs: &[&Row], k: &str| -> f64 {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| r.f(k)).collect();
+        median(&mut v)
+    };
+    let sum_of = |rs: &[&Row], k: &str| -> f64 { rs.iter().filter_map(|r| r.f(k)).sum() };
+
+    // 1. throughput
+    let mut perf_cases: Vec<String> = Vec::new();
+    for r in &rows {
+        if r.kv.contains_key("ops_s") && !r.case.starts_with("read") && !perf_cases.contains(&r.case) {
+            perf_cases.push(r.case.clone());
+        }
+    }
+    let mut goal_ratio: BTreeMap<(String, String), f64> = BTreeMap::new();
+    if !perf_cases.is_empty() {
+        println!("### Throughput (all four servers interleaved in one load generator run per repetition)");
+        println!();
+        println!("| workload | server | ops/s (median) | ops/s min–max | × memcached (per-rep ratios) | p50 µs | p99 µs | server CPU µs/op | sets per batch | fsyncs/s | sets per fsync | runs |");
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for c in &perf_cases {
+            let any = rows.iter().find(|r| &r.case == c && r.kv.contains_key("set_ratio"));
+            let sr: f64 = any.and_then(|r| r.f("set_ratio")).unwrap_or(f64::NAN);
+            let conns = any.and_then(|r| r.kv.get("conns").cloned()).unwrap_or_default();
+            let title = if sr >= 1.0 {
+                format!("{c}: 100 % sets, {conns} conns")
+            } else if sr.is_finite() {
+                format!("{c}: {:.0}/{:.0} get/set, {conns} conns", 100.0 * (1.0 - sr), 100.0 * sr)
+            } else {
+                c.clone()
+            };
+            let mc = sel(c, "memcached");
+            for s in PERSIST_SERVERS {
+                let rs = sel(c, s);
+                if rs.is_empty() {
+                    continue;
+                }
+                let ops: Vec<f64> = rs.iter().filter_map(|r| r.f("ops_s")).collect();
+                let lo = ops.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = ops.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let mut ratios: Vec<f64> = rs
+                    .iter()
+                    .filter_map(|r| {
+                        let m = mc.iter().find(|m| m.rep == r.rep)?.f("ops_s")?;
+                        let v = r.f("ops_s")?;
+                        (m > 0.0).then_some(v / m)
+                    })
+                    .collect();
+                let list: Vec<String> = ratios.iter().map(|x| format!("{x:.2}")).collect();
+                let rmed = median(&mut ratios);
+                if s != "memcached" {
+                    goal_ratio.insert((c.clone(), s.to_string()), rmed);
+                }
+                let mut cpu: Vec<f64> = rs
+                    .iter()
+                    .filter_map(|r| {
+                        let (c, o) = (r.f("srv_cpu_s")?, r.f("ops")?);
+                        (o > 0.0).then(|| c * 1e6 / o)
+                    })
+                    .collect();
+                let disk = rs.iter().any(|r| r.kv.contains_key("d_batches"));
+                let (batch, fps, per_fsync) = if disk {
+                    let w = sum_of(&rs, "d_writes");
+                    let b = sum_of(&rs, "d_batches");
+                    let fs = sum_of(&rs, "d_fsyncs");
+                    let mut fsps: Vec<f64> = rs
+                        .iter()
+                        .filter_map(|r| {
+                            let (f, t) = (r.f("d_fsyncs")?, r.f("d_secs")?);
+                            (t > 0.0).then_some(f / t)
+                        })
+                        .collect();
+                    (
+                        if b > 0.0 { fmt_f(w / b, 1) } else { "–".into() },
+                        fmt_f(median(&mut fsps), 0),
+                        if fs > 0.0 { fmt_f(w / fs, 1) } else { "–".into() },
+                    )
+                } else {
+                    ("–".into(), "–".into(), "–".into())
+                };
+                println!(
+                    "| {} | {} | {} | {}–{} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    title,
+                    server_label(s),
+                    thousands(median(&mut ops.clone())),
+                    thousands(lo),
+                    thousands(hi),
+                    if s == "memcached" {
+                        "1".into()
+                    } else {
+                        format!("**{}** ({})", fmt_f(rmed, 2), list.join(" · "))
+                    },
+                    fmt_f(med_of(&rs, "p50_us"), 0),
+                    fmt_f(med_of(&rs, "p99_us"), 0),
+                    fmt_f(median(&mut cpu), 2),
+                    batch,
+                    fps,
+                    per_fsync,
+                    rs.len()
+                );
+            }
+        }
+        println!();
+        let goal = |s: &str, want: f64, what: &str| {
+            for c in &perf_cases {
+                let is_sets = rows.iter().any(|r| &r.case == c && r.f("set_ratio") == Some(1.0));
+                if let (true, Some(v)) = (is_sets, goal_ratio.get(&(c.clone(), s.to_string()))) {
+                    // the per-repetition ratios, to show when the verdict is within the noise
+                    let mc = sel(c, "memcached");
+                    let per: Vec<f64> = sel(c, s)
+                        .iter()
+                        .filter_map(|r| {
+                            let m = mc.iter().find(|m| m.rep == r.rep)?.f("ops_s")?;
+                            let v = r.f("ops_s")?;
+                            (m > 0.0).then_some(v / m)
+                        })
+                        .collect();
+                    let lo = per.iter().cloned().fold(f64::INFINITY, f64::min);
+                    let hi = per.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let verdict = if *v >= want { "met" } else { "**not met**" };
+                    let straddle = if lo < want && hi >= want {
+                        " (the per-repetition ratios straddle the goal: within the noise)"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "- {what}, case `{c}`: **{}× memcached** (median; per repetition {}–{}), goal ≥ {want}×: {verdict}{straddle}",
+                        fmt_f(*v, 2),
+                        fmt_f(lo, 2),
+                        fmt_f(hi, 2)
+                    );
+                }
+            }
+        };
+        goal("sqlcached-sync", 0.3, "sync sets, 50 writer connections (InnoDB memcached plugin: 0.26×)");
+        goal("sqlcached-async", 0.8, "async sets");
+        println!();
+    }
+
+    // 2. restart to first hit
+    let restarts: Vec<&Row> = rows.iter().filter(|r| r.case.starts_with("restart")).collect();
+    if !restarts.is_empty() {
+        println!("### Restart to first hit");
+        println!();
+        println!("| server | stopped by | restart | items on disk | data dir MiB | stop took ms | exec → accepting ms | exec → first reply ms | exec → first hit ms | < 2 s |");
+        println!("|---|---|---|---:|---:|---:|---:|---:|---:|---|");
+        for r in &restarts {
+            let sig = r.case.trim_start_matches("restart-").to_uppercase();
+            let hit = r.f("first_hit_ms");
+            println!(
+                "| {} | SIG{} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                server_label(&r.server),
+                sig,
+                if r.rep == "1" { "1 (right after the load)".to_string() } else { r.rep.clone() },
+                r.f("items").map_or("n/a".into(), thousands),
+                fmt_f(r.f("disk_mb").unwrap_or(f64::NAN), 0),
+                r.f("stop_ms").map_or("–".into(), |v| fmt_f(v, 0)),
+                fmt_f(r.f("connect_ms").unwrap_or(f64::NAN), 1),
+                fmt_f(r.f("first_reply_ms").unwrap_or(f64::NAN), 1),
+                hit.map_or("never".into(), |v| format!("**{}**", fmt_f(v, 1))),
+                match hit {
+                    Some(v) if v < 2000.0 => "yes",
+                    _ => "**no**",
+                }
+            );
+        }
+        for r in rows.iter().filter(|r| r.case.starts_with("read") && r.server == "memcached").take(1) {
+            println!(
+                "| {} | SIGTERM | (any) | 0 | – | – | {} | – | never: memory only, empty after a restart | – |",
+                server_label(&r.server),
+                fmt_f(r.f("connect_ms").unwrap_or(f64::NAN), 1)
+            );
+        }
+        println!();
+    }
+
+    // 3. reads right after a restart
+    let reads: Vec<&Row> = rows.iter().filter(|r| r.case.starts_with("read")).collect();
+    if !reads.is_empty() {
+        let secs = reads.iter().map(|r| r.kv.get("per_sec").map_or(0, |p| p.split(',').count())).max().unwrap_or(0);
+        println!("### Reads in the first {secs} s after a restart (cells: hit % · gets/s in that second)");
+        println!();
+        let mut head = "| server | keys read | exec → accepting ms |".to_string();
+        let mut rule = "|---|---|---:|".to_string();
+        for i in 1..=secs {
+            head.push_str(&format!(" s{i} |"));
+            rule.push_str("---:|");
+        }
+        head.push_str(" all: hit % | all: gets/s | p50 µs | p99 µs | disk_hits |");
+        rule.push_str("---:|---:|---:|---:|---:|");
+        println!("{head}");
+        println!("{rule}");
+        for r in &reads {
+            let mut line = format!(
+                "| {} | {} | {} |",
+                server_label(&r.server),
+                match r.kv.get("dist").map(|s| s.as_str()) {
+                    Some("zipf") => format!(
+                        "zipf θ={} over {}",
+                        r.kv.get("zipf_theta").map_or("0.99", |s| s),
+                        r.kv.get("keys_n").map_or("?", |s| s)
+                    ),
+                    _ => format!("uniform over {}", r.kv.get("keys_n").map_or("?", |s| s)),
+                },
+                fmt_f(r.f("connect_ms").unwrap_or(f64::NAN), 0)
+            );
+            let per: Vec<(f64, f64, f64)> =
+                r.kv.get("per_sec")
+                    .map(|p| {
+                        p.split(',')
+                            .filter_map(|x| {
+                                let v: Vec<f64> = x.split('/').filter_map(|y| y.parse().ok()).collect();
+                                (v.len() == 3).then(|| (v[0], v[1], v[2]))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            for i in 0..secs {
+                match per.get(i) {
+                    Some(&(ops, hits, keys)) => {
+                        let hp = if keys > 0.0 { 100.0 * hits / keys } else { f64::NAN };
+                        line.push_str(&format!(
+                            " {} % · {} |",
+                            fmt_f(hp, if hp > 99.0 && hp < 100.0 { 1 } else { 0 }),
+                            short_k(ops)
+                        ));
+                    }
+                    None => line.push_str(" |"),
+                }
+            }
+            let (keys, hits) = (r.f("keys").unwrap_or(0.0), r.f("hits").unwrap_or(0.0));
+            line.push_str(&format!(
+                " {} | {} | {} | {} | {} |",
+                if keys > 0.0 { fmt_f(100.0 * hits / keys, 1) } else { "n/a".into() },
+                thousands(r.f("ops_s").unwrap_or(f64::NAN)),
+                fmt_f(r.f("p50_us").unwrap_or(f64::NAN), 0),
+                fmt_f(r.f("p99_us").unwrap_or(f64::NAN), 0),
+                r.kv.get("disk_hits").map_or("–".to_string(), |v| thousands(v.parse().unwrap_or(f64::NAN)))
+            ));
+            println!("{line}");
+        }
+        println!();
+    }
+    if !failures.is_empty() {
+        println!("Failed measurements:");
+        println!();
+        for f in &failures {
+            println!("{f}");
+        }
+        println!();
+    }
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first() else {
-        die("usage: loadgen <load|run|capacity|report> [--name value ...] (see bench/README.md)");
+        die("usage: loadgen <load|run|capacity|stats|restart|report|persist-report> [--name value ...] (see bench/README.md)");
     };
     let a = Args::parse(&argv[1..]);
     match cmd.as_str() {
         "load" => cmd_load(&a),
         "run" => cmd_run(&a),
         "capacity" => cmd_capacity(&a),
+        "stats" => cmd_stats(&a),
+        "restart" => cmd_restart(&a),
+        "persist-report" => cmd_persist_report(&a),
         "report" => cmd_report(&a),
         other => die(&format!("unknown subcommand {other:?}")),
     }

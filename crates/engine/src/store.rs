@@ -334,8 +334,8 @@ impl<'a> Access<'a> {
         }
         item.cas = ti.cas;
         item.bits = ti.bits & (STALE | WON | KEY_BINARY);
-        self.shard.stats.tier_hits += 1;
         let idx = self.link(item, false).map_err(|_| Miss::Absent)?;
+        self.shard.stats.tier_hits += 1;
         Ok(self.shard.get_mut(idx))
     }
 
@@ -387,10 +387,11 @@ impl<'a> Access<'a> {
         debug_assert_eq!(item.key(), self.key);
         item.cas = self.engine.next_cas();
         let cas = item.cas;
+        let replaced = self.slot.is_some() || self.shard.find(self.hash, self.key).is_some();
         let idx = self.link(item, true)?;
         if let Some(t) = &self.engine.tier {
             let it = self.shard.get(idx);
-            t.put(self.key, tier_item(self.engine, it));
+            t.put(self.key, tier_item(self.engine, it), replaced);
         }
         Ok(cas)
     }
@@ -399,7 +400,7 @@ impl<'a> Access<'a> {
     pub fn changed(&mut self) {
         if let (Some(t), Some(idx)) = (&self.engine.tier, self.slot) {
             let it = self.shard.get(idx);
-            t.put(self.key, tier_item(self.engine, it));
+            t.put(self.key, tier_item(self.engine, it), true);
         }
     }
 

@@ -26,8 +26,9 @@ pub struct TierItem {
 pub trait Tier: Send + Sync {
     /// Read a key that missed in memory.
     fn get(&self, key: &[u8]) -> Option<TierItem>;
-    /// Persist a stored item.
-    fn put(&self, key: &[u8], item: TierItem);
+    /// Persist a stored item; `replaced` says whether the key already had an item (the
+    /// engine always looks a key up, in memory or below, before storing it).
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool);
     /// Persist a removal.
     fn delete(&self, key: &[u8]);
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored

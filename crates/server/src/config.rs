@@ -401,9 +401,9 @@ fn usage() -> String {
    - idle_timeout:        timeout for idle connections (default: 0, no timeout)
 Persistence (sqlcached):
 --data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
---durability=<mode>       async (default): acknowledged at once, written within a few ms and
-                          fsynced at least every --flush-interval-ms (a crash loses at most
-                          that window); sync: acknowledged only after fsync (group commit)
+--durability=<mode>       async (default): acknowledged once the OS has the write (survives
+                          a crash of sqlcached), fsynced at least every --flush-interval-ms;
+                          sync: acknowledged only after fsync (group commit)
 --flush-interval-ms=<n>   async mode's longest time between fsyncs (default: 100)
 --disk-limit=<size>       bound the disk tier (k/m/g suffix); oldest-written items go first
 --data-dir-recover        if the data directory is damaged, move it aside and start empty

@@ -39,14 +39,14 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
     let how =
         if r.clean || r.created { "" } else { "; the last run did not shut down cleanly: its journal was replayed" };
     eprintln!(
-        "sqlcached: data dir {dir}: {} (about {} items, {} durability){how}",
+        "sqlcached: data dir {dir}: {} ({} items, {} durability){how}",
         if r.created { "created" } else { "opened" },
         r.items,
         if cfg.durability_sync { "sync" } else { "async" },
     );
     if let Some((recorded, recovered)) = r.lost {
         eprintln!(
-            "sqlcached: data dir {dir} is DAMAGED: its journal was cut short; writes up to sequence {recorded} \
+            "sqlcached: data dir {dir} is damaged: its journal was cut short; writes up to sequence {recorded} \
              were durable but only {recovered} could be recovered, so up to {} acknowledged writes are lost. \
              The rest was recovered and is served.",
             recorded - recovered

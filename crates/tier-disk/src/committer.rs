@@ -14,9 +14,6 @@ use crate::tier::{Durability, Shared};
 
 /// Oldest index entries examined per eviction round.
 const EVICT_BATCH: usize = 256;
-/// Async mode: once woken, let changes gather this long before writing them as one batch
-/// (fewer, larger fjall batches and context switches; they stay readable from the queue).
-const ASYNC_GATHER: Duration = Duration::from_millis(2);
 
 /// The committer loop; returns after a clean stop (everything queued written and synced).
 pub(crate) fn run(s: Arc<Shared>) {
@@ -27,11 +24,6 @@ pub(crate) fn run(s: Arc<Shared>) {
     loop {
         let batch = {
             let mut p = s.pending.lock();
-            if !sync && !p.ops.is_empty() && !s.stopping.load(Ordering::SeqCst) {
-                drop(p);
-                std::thread::sleep(ASYNC_GATHER);
-                p = s.pending.lock();
-            }
             while p.ops.is_empty() {
                 if s.stopping.load(Ordering::SeqCst) {
                     break;

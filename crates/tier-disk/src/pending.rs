@@ -12,8 +12,8 @@ use crate::record::Record;
 /// One queued change.
 #[derive(Debug, Clone)]
 pub enum Op {
-    /// Store a record.
-    Put(Vec<u8>, Arc<Record>),
+    /// Store a record (and whether it replaces an existing item).
+    Put(Vec<u8>, Arc<Record>, bool),
     /// Remove a key.
     Delete(Vec<u8>),
     /// Drop everything.
@@ -26,7 +26,7 @@ impl Op {
     /// Bytes this change holds in memory.
     pub fn size(&self) -> usize {
         match self {
-            Op::Put(k, r) => k.len() + r.value.len() + 64,
+            Op::Put(k, r, _) => k.len() + r.value.len() + 64,
             Op::Delete(k) => k.len() + 32,
             Op::Flush | Op::FlushAt(_) => 16,
         }
@@ -60,7 +60,7 @@ impl Pending {
         let seq = self.seq;
         let op = make(seq);
         match &op {
-            Op::Put(k, r) => {
+            Op::Put(k, r, _) => {
                 self.latest.insert(k.clone(), (seq, Some(r.clone())));
             }
             Op::Delete(k) => {

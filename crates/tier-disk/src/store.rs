@@ -62,6 +62,8 @@ pub struct Meta {
     pub flush_at: i64,
     /// Logical bytes of items on disk (for `--disk-limit`).
     pub bytes: u64,
+    /// Items on disk.
+    pub items: u64,
 }
 
 impl Store {
@@ -108,9 +110,10 @@ impl Store {
             seq_hwm: get_u64("seq_hwm")?.unwrap_or(0),
             flush_at: get_u64("flush_at")?.unwrap_or(0) as i64,
             bytes: get_u64("bytes")?.unwrap_or(0),
+            items: get_u64("items")?.unwrap_or(0),
         };
         let lost = checkpoint.filter(|c| c.seq > meta.seq_hwm).map(|c| (c.seq, meta.seq_hwm));
-        let report = OpenReport { items: data.approximate_len(), clean, created, lost, reindexed: 0 };
+        let report = OpenReport { items: meta.items as usize, clean, created, lost, reindexed: 0 };
         let store = Store { db, spaces: RwLock::new(Spaces { data, index }), meta: meta_ks };
         let mut b = store.db.batch();
         b.insert(&store.meta, "format", FORMAT.to_le_bytes());
@@ -136,7 +139,7 @@ impl Store {
     }
 
     /// Rebuild the eviction index from the items (oldest-written first by their stored
-    /// write sequence); returns (items indexed, logical bytes).
+    /// write sequence); returns (items indexed, logical bytes). Also recounts the items.
     pub fn rebuild_index(&self) -> Result<(u64, u64), String> {
         {
             let mut spaces = self.spaces.write();
@@ -187,6 +190,7 @@ impl Store {
             if end < ops.len() {
                 self.flush_all()?;
                 meta.bytes = 0;
+                meta.items = 0;
                 meta.flush_at = 0;
                 meta.seq_hwm = meta.seq_hwm.max(ops[end].0);
             }
@@ -196,13 +200,20 @@ impl Store {
     }
 
     fn write_segment(&self, ops: &[(u64, Op)], index: bool, meta: &mut Meta) -> Result<(), String> {
+        for (_, op) in ops {
+            match op {
+                Op::Put(_, _, false) => meta.items += 1,
+                Op::Delete(_) => meta.items = meta.items.saturating_sub(1),
+                _ => {}
+            }
+        }
         let spaces = self.spaces.read();
         let mut b = self.db.batch();
         let mut seen = HashSet::new();
         for (seq, op) in ops.iter().rev() {
             meta.seq_hwm = meta.seq_hwm.max(*seq);
             match op {
-                Op::Put(key, rec) => {
+                Op::Put(key, rec, _) => {
                     meta.cas_hwm = meta.cas_hwm.max(rec.cas);
                     if !seen.insert(key.as_slice()) {
                         continue;
@@ -240,6 +251,7 @@ impl Store {
         b.insert(&self.meta, "seq_hwm", meta.seq_hwm.to_le_bytes());
         b.insert(&self.meta, "flush_at", (meta.flush_at as u64).to_le_bytes());
         b.insert(&self.meta, "bytes", meta.bytes.to_le_bytes());
+        b.insert(&self.meta, "items", meta.items.to_le_bytes());
     }
 
     /// Drop every item: replace the keyspaces (frees their files at once).
@@ -274,6 +286,7 @@ impl Store {
             if live {
                 b.remove(&spaces.data, key.to_vec());
                 evicted += 1;
+                meta.items = meta.items.saturating_sub(1);
             }
             b.remove(&spaces.index, k.to_vec());
             meta.bytes = meta.bytes.saturating_sub(size);
@@ -291,11 +304,6 @@ impl Store {
         self.persist()?;
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
             .map_err(|e| e.to_string())
-    }
-
-    /// Approximate item count.
-    pub fn approx_items(&self) -> usize {
-        self.spaces.read().data.approximate_len()
     }
 
     /// Bytes the database takes on disk.

@@ -103,6 +103,7 @@ impl DiskTier {
                 let (n, bytes) = store.rebuild_index()?;
                 report.reindexed = n;
                 meta.bytes = bytes;
+                meta.items = n;
                 store.set_indexed(true)?;
             }
         } else {
@@ -154,14 +155,14 @@ impl DiskTier {
         self.shared.opts.durability
     }
 
-    /// What a connection awaits before acknowledging a write: in sync mode the fsynced
-    /// sequence number; in async mode nothing (writes are acknowledged at once and reach
-    /// the disk within the flush interval).
+    /// What a connection awaits before acknowledging a write: the fsynced sequence number
+    /// in sync mode; in async mode the committed one (handed to the OS, so it survives a
+    /// crash of sqlcached; fsynced within the flush interval).
     pub fn ack_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        match self.shared.opts.durability {
-            Durability::Sync => Some(self.shared.durable.subscribe()),
-            Durability::Async => None,
-        }
+        Some(match self.shared.opts.durability {
+            Durability::Sync => self.shared.durable.subscribe(),
+            Durability::Async => self.shared.committed.subscribe(),
+        })
     }
 
     /// Wait until change `seq` may be acknowledged; `false` if the disk failed first.
@@ -273,7 +274,7 @@ impl Tier for DiskTier {
         })
     }
 
-    fn put(&self, key: &[u8], item: TierItem) {
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool) {
         self.enqueue(|seq| {
             let rec = Record {
                 flags: item.flags,
@@ -284,7 +285,7 @@ impl Tier for DiskTier {
                 bits: item.bits,
                 value: item.value,
             };
-            Op::Put(key.to_vec(), Arc::new(rec))
+            Op::Put(key.to_vec(), Arc::new(rec), replaced)
         });
     }
 
@@ -302,7 +303,7 @@ impl Tier for DiskTier {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
         vec![
             ("disk_durability", if s.opts.durability == Durability::Sync { "sync" } else { "async" }.to_string()),
-            ("disk_items", s.store.approx_items().to_string()),
+            ("disk_items", s.meta.lock().items.to_string()),
             ("disk_bytes", get(&c.bytes)),
             ("disk_space", s.store.disk_space().to_string()),
             ("disk_limit", s.opts.disk_limit.to_string()),
