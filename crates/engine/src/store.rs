@@ -342,14 +342,9 @@ impl<'a> Access<'a> {
     /// Mark the live item as read: feeds the eviction policy, sets `FETCHED`, and
     /// refreshes the access time as memcached's `do_item_bump` (at most once a minute).
     pub fn bump(&mut self) {
+        self.update();
         if let Some(idx) = self.slot {
-            self.shard.touch(idx);
-            let now = self.now;
-            let it = self.shard.get_mut(idx);
-            if it.atime < now.saturating_sub(ITEM_UPDATE_INTERVAL) {
-                it.atime = now;
-            }
-            it.bits |= FETCHED;
+            self.shard.get_mut(idx).bits |= FETCHED;
         }
     }
 
