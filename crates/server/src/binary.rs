@@ -43,7 +43,15 @@ pub fn process(
             Ok(None) => break,
             Ok(Some(h)) => {
                 if let (Ok(op), true) = (h.check(), rest.len() >= h.head_len()) {
-                    if is_store(op) {
+                    let claimed = ctx.shared.sql.as_deref().is_some_and(|sql| {
+                        crate::sqlfront::binary_claims(
+                            sql,
+                            op,
+                            &rest[HEADER_LEN + h.extras_len as usize..h.head_len()],
+                            ctx,
+                        )
+                    });
+                    if is_store(op) && !claimed {
                         let key = &rest[HEADER_LEN + h.extras_len as usize..h.head_len()];
                         let flags = if h.extras_len >= 4 {
                             u32::from_be_bytes(rest[HEADER_LEN..HEADER_LEN + 4].try_into().unwrap_or([0; 4]))
@@ -71,6 +79,15 @@ pub fn process(
             Ok(Some((req, used))) => {
                 pos += used;
                 *budget -= 1;
+                if let Some(sql) = &ctx.shared.sql {
+                    if crate::sqlfront::binary_claims(sql, req.opcode(), req.key(), ctx) {
+                        if let Some(job) = crate::sqlfront::binary(sql, &req, ctx, out) {
+                            *ctx.job.borrow_mut() = Some(job);
+                            return (pos, Flow::Job);
+                        }
+                        continue;
+                    }
+                }
                 if execute(&req, ctx, out) == Flow::Close {
                     return (pos, Flow::Close);
                 }

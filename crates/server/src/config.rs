@@ -89,6 +89,8 @@ pub struct Config {
     pub disk_limit: u64,
     /// `--data-dir-recover`: move a damaged data directory aside and start empty.
     pub data_dir_recover: bool,
+    /// `--containers`: TOML file of SQL containers (tier-sql); none means plain memcached.
+    pub containers: Option<String>,
     /// `--durability` was given.
     pub durability_set: bool,
     /// `--flush-interval-ms` was given.
@@ -127,6 +129,7 @@ impl Default for Config {
             flush_interval_ms: 100,
             disk_limit: 0,
             data_dir_recover: false,
+            containers: None,
             durability_set: false,
             flush_interval_set: false,
         }
@@ -328,6 +331,7 @@ impl Config {
                     c.disk_limit = parse_size(&v).ok_or(format!("Invalid value for --disk-limit: '{v}'"))? as u64;
                 }
                 Long("data-dir-recover") => c.data_dir_recover = true,
+                Long("containers") => c.containers = Some(val(&mut p)?),
                 Short('d') | Long("daemon") => return Err(
                     "-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)"
                         .into(),
@@ -407,6 +411,8 @@ Persistence (sqlcached):
 --flush-interval-ms=<n>   async mode's longest time between fsyncs (default: 100)
 --disk-limit=<size>       bound the disk tier (k/m/g suffix); oldest-written items go first
 --data-dir-recover        if the data directory is damaged, move it aside and start empty
+SQL containers (sqlcached):
+--containers=<file>       TOML file mapping @@name.key onto SQL tables (docs/containers.md)
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
 "#

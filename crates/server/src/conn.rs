@@ -30,7 +30,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     worker: Arc<WorkerStats>,
     info: Arc<ConnInfo>,
 ) {
-    let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
+    let ctx = Ctx::new(&shared, &worker, &info);
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut proto = match shared.cfg.protocol {
@@ -76,6 +76,19 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
             };
             start += used;
+            if flow == Flow::Job {
+                // A container command: earlier writes must be acknowledged first (the
+                // disk tier's sequence number is per thread), then its reply follows.
+                let job = ctx.job.borrow_mut().take();
+                if !acknowledge(&shared, &mut ack).await {
+                    return;
+                }
+                if let Some(job) = job {
+                    let reply = job.await;
+                    out.extend_from_slice(&reply);
+                }
+                continue;
+            }
             if flow != Flow::Continue || budget > 0 {
                 break flow;
             }

@@ -1,5 +1,8 @@
 //! What a command executor gets to work with.
 
+use std::cell::{Cell, RefCell};
+
+use crate::containers::Job;
 use crate::shared::{ConnInfo, Shared, WorkerStats};
 
 /// The shared server, this worker's counters and this connection.
@@ -10,6 +13,18 @@ pub struct Ctx<'a> {
     pub worker: &'a WorkerStats,
     /// This connection.
     pub conn: &'a ConnInfo,
+    /// The SQL container this connection is bound to (`bind`, `get @@name`).
+    pub bound: Cell<Option<usize>>,
+    /// A container command handed back to the connection loop (`Flow::Job`).
+    pub job: RefCell<Option<Job>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A connection's context (bound to the default container if the containers say so).
+    pub fn new(shared: &'a Shared, worker: &'a WorkerStats, conn: &'a ConnInfo) -> Ctx<'a> {
+        let bound = shared.sql.as_ref().and_then(|s| s.initial_binding());
+        Ctx { shared, worker, conn, bound: Cell::new(bound), job: RefCell::new(None) }
+    }
 }
 
 /// What the connection does after a batch of commands.
@@ -19,4 +34,7 @@ pub enum Flow {
     Continue,
     /// Send what was written, then close (`quit`, fatal protocol errors).
     Close,
+    /// A container command is waiting in `Ctx::job`: await it, append its reply, go on
+    /// with the buffer after the bytes consumed.
+    Job,
 }

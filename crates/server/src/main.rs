@@ -7,6 +7,7 @@
 mod binary;
 mod config;
 mod conn;
+mod containers;
 mod ctx;
 mod detail;
 mod listen;
@@ -14,6 +15,7 @@ mod meta;
 mod persistence;
 mod shared;
 mod slab;
+mod sqlfront;
 mod stats;
 mod text;
 mod udp;
@@ -29,6 +31,8 @@ use crate::workers::Workers;
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
 const EX_USAGE: i32 = 64;
+/// Exit code for a bad `--containers` file (`EX_CONFIG`).
+const EX_CONFIG: i32 = 78;
 
 fn main() {
     let cfg = match Config::from_args(std::env::args().skip(1)) {
@@ -59,7 +63,17 @@ fn run(cfg: Config) -> std::io::Result<()> {
         shards: (cfg.threads * 32).max(64),
     });
     let disk = persistence::open(&cfg, &mut engine).map_err(std::io::Error::other)?;
-    let shared = Arc::new(Shared::new(cfg.clone(), engine, disk.clone()));
+    let mut shared = Shared::new(cfg.clone(), engine, disk.clone());
+    if let Some(path) = &cfg.containers {
+        match containers::load(path, &shared.engine) {
+            Ok(sql) => shared.sql = Some(Arc::new(sql)),
+            Err(e) => {
+                eprintln!("--containers {path}: {e}");
+                std::process::exit(EX_CONFIG);
+            }
+        }
+    }
+    let shared = Arc::new(shared);
     let (tx, rx) = std::sync::mpsc::channel();
     *shared.shutdown.lock() = Some(tx.clone());
     let workers = Arc::new(Workers::start(&shared)?);
@@ -103,6 +117,14 @@ fn run(cfg: Config) -> std::io::Result<()> {
     let _ = rx.recv();
     if let Some(disk) = &disk {
         disk.close();
+    }
+    if let Some(sql) = &shared.sql {
+        // Open batch transactions (w_batch_size > 1) are committed before exit.
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            if let Err(e) = rt.block_on(sql.set.commit_all()) {
+                eprintln!("containers: committing at shutdown: {e}");
+            }
+        }
     }
     if let Some(pidfile) = &cfg.pidfile {
         let _ = std::fs::remove_file(pidfile);

@@ -62,6 +62,8 @@ pub struct Shared {
     pub detail: Detail,
     /// The persistent tier, with `--data-dir`.
     pub disk: Option<Arc<DiskTier>>,
+    /// SQL containers, with `--containers`.
+    pub sql: Option<Arc<crate::containers::Sql>>,
 }
 
 impl Shared {
@@ -84,6 +86,7 @@ impl Shared {
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
+            sql: None,
         }
     }
 

@@ -22,7 +22,7 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::new();
     // Writes are acknowledged only once the persistent tier allows it, as on TCP.
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     loop {
         let Ok((n, peer)) = sock.recv_from(&mut buf) else {
@@ -32,16 +32,26 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
             continue;
         }
         let (head, payload) = buf[..n].split_at(FRAME_HEADER);
-        let ctx = Ctx { shared: &shared, worker: &worker, conn: &info };
+        let ctx = Ctx::new(&shared, &worker, &info);
         out.clear();
         if head[4] != 0 || head[5] != 1 {
             out.extend_from_slice(b"SERVER_ERROR multi-packet request not supported\r\n");
         } else {
             let mut budget = usize::MAX;
-            if payload.first() == Some(&protocol_memcache::binary::REQUEST_MAGIC) {
-                binary::process(payload, &mut BinaryState::default(), &ctx, &mut out, &mut budget);
-            } else {
-                text::process(payload, &mut TextState::default(), &ctx, &mut out, &mut budget);
+            let (mut bst, mut tst) = (BinaryState::default(), TextState::default());
+            let mut start = 0;
+            loop {
+                let rest = &payload[start..];
+                let (used, flow) = if payload.first() == Some(&protocol_memcache::binary::REQUEST_MAGIC) {
+                    binary::process(rest, &mut bst, &ctx, &mut out, &mut budget)
+                } else {
+                    text::process(rest, &mut tst, &ctx, &mut out, &mut budget)
+                };
+                start += used;
+                match (flow, ctx.job.borrow_mut().take()) {
+                    (crate::ctx::Flow::Job, Some(job)) => out.extend_from_slice(&rt.block_on(job)),
+                    _ => break,
+                }
             }
         }
         let seq = tier_disk::take_last_seq();

@@ -111,6 +111,20 @@ pub struct OptionsConfig {
     pub bk_commit_interval: Option<u64>,
     pub cache_ttl: Option<u64>,
     pub default_container: Option<String>,
+    /// Where keys without `@@name` go on a connection that has not bound a container
+    /// (server option; the library only carries it). Default `memory`.
+    pub plain_keys: Option<PlainKeys>,
+}
+
+/// `options.plain_keys`: where a connection's plain keys go before any `bind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlainKeys {
+    /// The in-memory engine, as plain memcached (drop-in; the default).
+    #[default]
+    Memory,
+    /// The default container: a fresh connection starts bound to it (the plugin's way).
+    DefaultContainer,
 }
 
 /// One `[[container]]`.
@@ -257,6 +271,8 @@ pub struct Options {
     pub bk_commit_interval: Duration,
     /// Default `cache_ttl` (seconds) for containers that do not set one.
     pub cache_ttl: u64,
+    /// Where plain keys of an unbound connection go.
+    pub plain_keys: PlainKeys,
 }
 
 impl Default for Options {
@@ -268,6 +284,7 @@ impl Default for Options {
             w_batch_size: 1,
             bk_commit_interval: Duration::from_secs(5),
             cache_ttl: 60,
+            plain_keys: PlainKeys::Memory,
         }
     }
 }
@@ -504,6 +521,7 @@ pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> O
         w_batch_size: file.w_batch_size.unwrap_or(d.w_batch_size).max(1),
         bk_commit_interval: file.bk_commit_interval.map(Duration::from_secs).unwrap_or(d.bk_commit_interval),
         cache_ttl: file.cache_ttl.unwrap_or(d.cache_ttl),
+        plain_keys: file.plain_keys.unwrap_or(d.plain_keys),
     }
 }
 

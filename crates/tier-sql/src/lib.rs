@@ -82,7 +82,7 @@ use backend::sqlite::SqliteBackend;
 use backend::Backend;
 pub use backend::BackendStats;
 use config::{from_plugin_rows, resolve_options, OptionsConfig, PluginTables};
-pub use config::{BackendKind, CachePolicy, ContainerDef, Options, Policy, SqlConfig};
+pub use config::{BackendKind, CachePolicy, ContainerDef, Options, PlainKeys, Policy, SqlConfig};
 pub use error::BackendError;
 use ops::{absolute_exptime, unix_now, CasClock, Op, OpResult};
 pub use ops::{ArithOutcome, DeleteOutcome, Row, StoreMode, StoreOutcome};

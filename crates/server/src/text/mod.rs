@@ -11,6 +11,7 @@ mod touch;
 
 pub use admin::VERSION;
 
+use engine::ops;
 use protocol_memcache::text::{self, Command, Frame};
 
 use crate::ctx::{Ctx, Flow};
@@ -45,6 +46,14 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
         if ctx.shared.verbose() > 1 {
             eprintln!("<{} {}", ctx.conn.addr, String::from_utf8_lossy(line));
         }
+        if let Some(sql) = &ctx.shared.sql {
+            if let Some(r) = crate::sqlfront::bind_line(sql, line, ctx) {
+                out.extend_from_slice(&r);
+                pos += used;
+                *budget -= 1;
+                continue;
+            }
+        }
         let cmd = match text::parse(line) {
             Ok(c) => c,
             Err(e) => {
@@ -68,6 +77,34 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             Command::Meta(m) if m.cmd == protocol_memcache::meta::MetaCmd::Set => Some(m.datalen),
             _ => None,
         };
+        if let Some(sql) = &ctx.shared.sql {
+            if crate::sqlfront::claims(sql, &cmd, ctx) {
+                let mut consumed = used;
+                let mut block = None;
+                if let Some(len) = data_len {
+                    if ops::item_too_large(&ctx.shared.engine, 0, len, 0) {
+                        let noreply = matches!(cmd, Command::Store { noreply: true, .. });
+                        say(out, noreply, protocol_memcache::text::reply::TOO_LARGE);
+                        st.swallow = len + 2;
+                        pos += used;
+                        continue;
+                    }
+                    consumed = used + len + 2;
+                    if buf.len() - pos < consumed {
+                        *budget += 1;
+                        break;
+                    }
+                    block = Some(&buf[pos + used..pos + consumed]);
+                }
+                let job = crate::sqlfront::text(sql, cmd, block, ctx, out);
+                pos += consumed;
+                if let Some(job) = job {
+                    *ctx.job.borrow_mut() = Some(job);
+                    return (pos, Flow::Job);
+                }
+                continue;
+            }
+        }
         if let Some(len) = data_len {
             if let Some(reject) = storage::precheck(&cmd, ctx) {
                 // Refused before reading the data: reply now and discard the block.

@@ -1,0 +1,122 @@
+"""SQL containers on MariaDB (Debian's mariadbd via tests/harness/mariadb.py)."""
+import shutil
+import threading
+import time
+
+import pytest
+
+from conftest import start_with
+from harness.mariadb import start_mariadb
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("mariadbd") or shutil.which("mysqld") or shutil.which("/usr/sbin/mariadbd")),
+    reason="mariadbd is not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def mdb(tmp_path_factory):
+    with start_mariadb() as db:
+        db.sql("""
+CREATE DATABASE IF NOT EXISTS test;
+CREATE TABLE test.demo_test (c1 VARCHAR(64) COLLATE utf8mb4_bin PRIMARY KEY, c2 VARCHAR(1024),
+  c3 INT UNSIGNED, c4 BIGINT UNSIGNED, c5 INT) ENGINE=InnoDB;
+CREATE TABLE test.untouched (k VARCHAR(32) PRIMARY KEY, v VARCHAR(32));
+INSERT INTO test.demo_test VALUES ('AA', 'HELLO, HELLO', 8, 0, 0);
+INSERT INTO test.untouched VALUES ('x', 'keep me');
+GRANT ALL ON test.* TO 'sqlcached'@'%';
+GRANT ALL ON test.* TO 'sqlcached'@'localhost';
+""")
+        d = tmp_path_factory.mktemp("mdb")
+        cfg = d / "m.toml"
+        cfg.write_text(f"""
+[backend]
+kind = "mariadb"
+url = "{db.url('test')}?prefer_socket=false"
+pool_size = 4
+connect_timeout_ms = 1000
+query_timeout_ms = 2000
+plugin_tables = "off"
+
+[options]
+w_batch_size = 1
+
+[[container]]
+name = "setup_1"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+""")
+        with start_with(cfg) as s:
+            yield db, s
+
+
+def test_core(mdb, client_of):
+    db, s = mdb
+    c = client_of(s)
+    assert c.value("@@setup_1.AA") == b"HELLO, HELLO"
+    assert c.store("set", "@@setup_1.k1", "v1", flags=3) == b"STORED"
+    assert db.sql("SELECT c2, c3 FROM test.demo_test WHERE c1='k1'").strip() == "v1\t3"
+    db.sql("UPDATE test.demo_test SET c2='from sql' WHERE c1='k1'")
+    assert c.value("@@setup_1.k1") == b"from sql"
+    assert c.cmd("bind setup_1") == b"OK"
+    assert c.store("add", "k1", "x") == b"NOT_STORED"
+    assert c.store("set", "n", "41") == b"STORED"
+    assert c.cmd("incr n 1") == b"42"
+    assert c.cmd("delete n") == b"DELETED"
+    for k in ["x'", "'OR'1'='1", "a;DROP_TABLE_untouched"]:
+        assert c.store("set", k, "v'); DROP TABLE untouched; --") == b"STORED"
+        assert c.value(k) == b"v'); DROP TABLE untouched; --"
+    assert db.sql("SELECT k, v FROM test.untouched").strip() == "x\tkeep me"
+
+
+def test_backend_restart_during_load(mdb, client_of):
+    db, s = mdb
+    c = client_of(s)
+    acked, errors, stop = [], [], threading.Event()
+
+    def writer():
+        w = client_of(s)
+        i = 0
+        while not stop.is_set():
+            r = w.store("set", f"@@setup_1.load{i}", f"v{i}")
+            if r == b"STORED":
+                acked.append(i)
+            else:
+                assert r.startswith(b"SERVER_ERROR"), r
+                errors.append(r)
+            i += 1
+            time.sleep(0.005)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.5)
+    db.stop()
+    time.sleep(1.0)
+    r = c.cmd("get @@setup_1.AA")
+    assert r.startswith(b"SERVER_ERROR"), r
+    db.start()
+    deadline = time.time() + 15
+    recovered = False
+    while time.time() < deadline and not recovered:
+        c.send(b"get @@setup_1.AA\r\n")
+        line = c.line()
+        if line.startswith(b"VALUE"):
+            assert c.line() == b"HELLO, HELLO" and c.line() == b"END"
+            recovered = True
+        else:
+            assert line.startswith(b"SERVER_ERROR"), line
+            time.sleep(0.3)
+    assert recovered, "no recovery after the backend came back"
+    time.sleep(0.5)
+    stop.set()
+    t.join(10)
+    assert errors, "no SERVER_ERROR while the backend was down"
+    assert acked
+    got = db.sql("SELECT c1 FROM test.demo_test WHERE c1 LIKE 'load%'").split()
+    missing = [i for i in acked if f"load{i}" not in got]
+    assert not missing, missing[:10]
