@@ -502,7 +502,15 @@ impl MysqlBackend {
         let lock_wait = cfg.query_timeout_ms.div_ceil(1000).max(1);
         let constraints = PoolConstraints::new(0, writers + readers + 2).expect("valid pool constraints");
         let opts_b = OptsBuilder::from_opts(base)
-            .pool_opts(PoolOpts::default().with_constraints(constraints).with_reset_connection(false))
+            // A non-zero inactive TTL makes the pool keep up to `max` idle connections
+            // (with 0, mysql_async closes every connection above `min` as it comes back,
+            // so each request would connect, set up and prepare anew).
+            .pool_opts(
+                PoolOpts::default()
+                    .with_constraints(constraints)
+                    .with_reset_connection(false)
+                    .with_inactive_connection_ttl(Duration::from_secs(300)),
+            )
             .stmt_cache_size(256)
             .init(vec![
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
