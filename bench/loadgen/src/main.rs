@@ -3,6 +3,7 @@
 //!
 //! Subcommands (all talk only to the address given, which run.sh keeps on 127.0.0.1):
 //!   load      set keys 0..N once (preload, so that gets hit)
+//!   scan      get keys 0..N once, in `--mget`-key requests (warms a read-through cache); prints SCANNED
 //!   run       timed closed-loop workload (get/set mix, multiget, pipelining); prints RESULT
 //!   capacity  fill distinct keys past the memory limit, read `stats`, scan for hits; prints CAPACITY
 //!   report    turn the TSV that run.sh collects into a markdown table (medians over repetitions)
@@ -750,6 +751,31 @@ fn cmd_load(a: &Args) {
     println!("LOADED keys={} sets={} errors={} secs={:.2}", keys, st.c.sets, st.c.errors, t0.elapsed().as_secs_f64());
     if st.c.errors > 0 || st.c.sets != keys {
         die("preload saw errors");
+    }
+}
+
+/// `scan`: get every key 0..keys once, `--mget` (default 100) keys per request, `--conns`
+/// connections with `--depth` requests in flight each (bench/containers.sh: fills the memory
+/// copy of a `caching` container). Reports hits; exits 2 on errors.
+fn cmd_scan(a: &Args) {
+    let addr = a.addr();
+    let keys: u64 = a.num("keys", 100_000);
+    let mget: usize = a.num::<usize>("mget", 100).max(1);
+    let t0 = Instant::now();
+    let mut st = Stats::new();
+    if let Err(e) = fill_range(a, addr, 0, keys, 0.0, mget, &mut st) {
+        die(&format!("scan: {e}"));
+    }
+    println!(
+        "SCANNED keys={} hits={} errors={} bad={} secs={:.2}",
+        st.c.keys,
+        st.c.hits,
+        st.c.errors,
+        st.c.bad,
+        t0.elapsed().as_secs_f64()
+    );
+    if st.c.errors > 0 {
+        die("scan saw errors");
     }
 }
 
@@ -1784,12 +1810,13 @@ fn cmd_persist_report(a: &Args) {
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first() else {
-        die("usage: loadgen <load|run|capacity|stats|restart|report|persist-report> [--name value ...] (see bench/README.md)");
+        die("usage: loadgen <load|scan|run|capacity|stats|restart|report|persist-report> [--name value ...] (see bench/README.md)");
     };
     let a = Args::parse(&argv[1..]);
     match cmd.as_str() {
         "load" => cmd_load(&a),
         "run" => cmd_run(&a),
+        "scan" => cmd_scan(&a),
         "capacity" => cmd_capacity(&a),
         "stats" => cmd_stats(&a),
         "restart" => cmd_restart(&a),

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# bench/containers.sh: SQL containers (--containers) vs plain SQL on MariaDB, seed 003's table.
+# A benchmark, not a test: asserts nothing, not part of CI.
+#
+#   bench/containers.sh                      # 100k rows, 8 s per point, 8/32/128 conns: ~4-5 min
+#   DURATION=15 CONNS="8 32" bench/containers.sh
+#
+# What it does, in one run: starts a throw-away MariaDB (scripts/mariadb.sh, datadir on /work),
+# creates bench.demo_test(c1 VARCHAR(32) PK, c2 VARCHAR(1024), c3 INT, c4 BIGINT UNSIGNED, c5 INT)
+# with KEYS rows (c1 "key:%08d", c2 100 bytes), starts sqlcached A with a containers file
+# (container "demo": innodb_only; "democ": caching, the default container for plain keys) and
+# sqlcached B without containers (memory only), then measures, per connection count:
+#   set  : loadgen `set @@demo.key:N` (100-byte values)  vs  sysbench prepared INSERT ... ODKU
+#   get  : loadgen `get @@demo.key:N`                     vs  sysbench prepared SELECT c2 ... c1=?
+#   cache: loadgen `get key:N` on A (caching container, memory copy warmed by a scan) vs on B
+#          (memory-only sqlcached), time-sliced in one loadgen process (--addr A,B)
+# Output: a markdown table on stdout and in bench/results/containers-<ts>.md (raw lines in .log).
+#
+# Environment: KEYS (100000) DURATION (8 s) WARMUP (1 s) CONNS ("8 32 128") VALUE_SIZE (100)
+#   SERVER_THREADS (2, sqlcached -t) POOL (8, backend pool_size) WRITERS (4) W_BATCH (1,
+#   w_batch_size: 1 = commit before each reply, as sysbench's autocommit) LG_THREADS (1)
+#   SQLCACHED_BIN (target/release/sqlcached) KEEP=1 keeps the work dir (MariaDB datadir).
+# Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian), cargo (for loadgen).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+
+KEYS=${KEYS:-100000}
+DURATION=${DURATION:-8}
+WARMUP=${WARMUP:-1}
+CONNS=${CONNS:-"8 32 128"}
+VALUE_SIZE=${VALUE_SIZE:-100}
+SERVER_THREADS=${SERVER_THREADS:-2}
+POOL=${POOL:-8}
+WRITERS=${WRITERS:-4}
+W_BATCH=${W_BATCH:-1}
+LG_THREADS=${LG_THREADS:-1}
+SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
+LOADGEN=$ROOT/bench/loadgen/target/release/loadgen
+LUA=$HERE/containers.lua
+
+log() { echo "[containers] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+TS=$(date +%Y%m%d-%H%M%S)
+RESULTS=$ROOT/bench/results
+mkdir -p "$RESULTS"
+OUT=$RESULTS/containers-$TS.md
+RAW=$RESULTS/containers-$TS.log
+WORK=$RESULTS/work-containers-$TS     # on /work (not tmpfs): MariaDB fsyncs here
+mkdir -p "$WORK"
+: >"$RAW"
+
+# ---- tools
+command -v sysbench >/dev/null || {
+  log "installing sysbench"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
+}
+if [[ ! -x "$SQLCACHED_BIN" ]]; then
+  pgrep -x cargo >/dev/null && die "$SQLCACHED_BIN missing and another cargo is running"
+  (cd "$ROOT" && cargo build --release -p sqlcached)
+fi
+cargo build --release -q --manifest-path "$ROOT/bench/loadgen/Cargo.toml"
+# a private copy: a rebuild during the run cannot swap the binary
+cp "$SQLCACHED_BIN" "$WORK/sqlcached"
+BIN_SHA=$(sha256sum "$WORK/sqlcached" | cut -c1-12)
+
+# ---- processes (only ours, by pid)
+DB_DIR=$WORK/mariadb
+PID_A="" PID_B=""
+cleanup() {
+  local p
+  for p in $PID_A $PID_B; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $PID_A $PID_B; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  bash "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" >/dev/null 2>&1 || true
+  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 30000))
+    port_open "$p" || { echo "$p"; return; }
+  done
+  die "no free port"
+}
+wait_port() { # PORT PID LOG
+  for _ in $(seq 1 200); do
+    port_open "$1" && return 0
+    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; die "server exited"; }
+    sleep 0.05
+  done
+  die "port $1 not open after 10 s"
+}
+
+DB_PORT=$(pick_port)
+log "starting MariaDB in $DB_DIR on 127.0.0.1:$DB_PORT"
+bash "$ROOT/scripts/mariadb.sh" start "$DB_DIR" "$DB_PORT" >"$WORK/mariadb.start" 2>&1 ||
+  { cat "$WORK/mariadb.start" >&2; die "mariadb did not start"; }
+DB_USER=${MARIADB_USER:-sqlcached}
+DB_PASS=${MARIADB_PASSWORD:-sqlcached-test}
+DB_VERSION=$(mariadbd --version 2>/dev/null | awk '{print $3}' || true)
+sql() { mariadb --no-defaults --protocol=socket --socket="$DB_DIR/mysqld.sock" -uroot "$@"; }
+
+log "creating bench.demo_test with $KEYS rows ($VALUE_SIZE-byte values)"
+# c2 = the key's 8 digits + the same filler loadgen writes ('abc...' from offset 8)
+FILLER=$(python3 -c "import sys; n=int(sys.argv[1]); print(''.join(chr(97+i%26) for i in range(n))[8:])" "$VALUE_SIZE")
+sql <<SQL
+CREATE DATABASE IF NOT EXISTS bench;
+USE bench;
+DROP TABLE IF EXISTS demo_test;
+CREATE TABLE demo_test (c1 VARCHAR(32) PRIMARY KEY, c2 VARCHAR(1024), c3 INT,
+  c4 BIGINT UNSIGNED, c5 INT) ENGINE=InnoDB;
+INSERT INTO demo_test SELECT CONCAT('key:', LPAD(seq, 8, '0')), CONCAT(LPAD(seq, 8, '0'), '$FILLER'),
+  0, 1, 0 FROM seq_0_to_$((KEYS - 1));
+SQL
+[[ "$(sql -N -e 'SELECT COUNT(*) FROM bench.demo_test')" == "$KEYS" ]] || die "preload failed"
+
+cat >"$WORK/containers.toml" <<TOML
+[backend]
+kind = "mariadb"
+url = "mysql://$DB_USER:$DB_PASS@127.0.0.1:$DB_PORT/bench"
+pool_size = $POOL
+writers = $WRITERS
+plugin_tables = "off"
+
+[options]
+w_batch_size = $W_BATCH
+cache_ttl = 3600
+plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
+default_container = "democ"
+
+[[container]]
+name = "demo"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+policy = "innodb_only"
+
+[[container]]
+name = "democ"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+policy = "caching"
+cache_ttl = 3600
+TOML
+
+PORT_A=$(pick_port)
+"$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_A" -U 0 -m 1024 -t "$SERVER_THREADS" \
+  --containers "$WORK/containers.toml" >"$WORK/sqlcached-a.log" 2>&1 &
+PID_A=$!
+wait_port "$PORT_A" "$PID_A" "$WORK/sqlcached-a.log"
+PORT_B=$(pick_port)
+while [[ "$PORT_B" == "$PORT_A" ]]; do PORT_B=$(pick_port); done
+"$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_B" -U 0 -m 1024 -t "$SERVER_THREADS" >"$WORK/sqlcached-b.log" 2>&1 &
+PID_B=$!
+wait_port "$PORT_B" "$PID_B" "$WORK/sqlcached-b.log"
+log "sqlcached A (containers) :$PORT_A pid $PID_A, B (memory only) :$PORT_B pid $PID_B"
+
+lg() { timeout --kill-after=5 "$1" "$LOADGEN" "${@:2}"; }
+LGT=$((DURATION * 2 + WARMUP * 2 + 60))
+
+# kv LINE KEY: value of KEY=... in a RESULT line
+kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -1; }
+
+# loadgen_point NAME CONNS PREFIX SET_RATIO [ADDR] [PID]: prints its RESULT line(s)
+loadgen_point() {
+  local out
+  out=$(lg "$LGT" run --addr "${5:-127.0.0.1:$PORT_A}" --server-pid "${6:-$PID_A}" --conns "$2" \
+    --threads "$LG_THREADS" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "$3" --set-ratio "$4" \
+    --duration "$DURATION" --warmup "$WARMUP") || die "loadgen failed ($1, $2 conns)"
+  grep '^RESULT' <<<"$out" | sed "s/^/$1 conns=$2 /" | tee -a "$RAW" | sed 's/^[^ ]* conns=[0-9]* //'
+}
+
+# sysbench_point NAME CONNS MODE: prints "ops_s=.. p50_us=.. p95_us=.. p99_us=.. errors=.."
+sysbench_point() {
+  local out
+  out=$(timeout --kill-after=5 "$LGT" sysbench "$LUA" --db-driver=mysql --mysql-host=127.0.0.1 \
+    --mysql-port="$DB_PORT" --mysql-user="$DB_USER" --mysql-password="$DB_PASS" --mysql-db=bench \
+    --db-ps-mode=auto --threads="$2" --time="$DURATION" \
+    --percentile=95 --histogram=on --report-interval=0 --rand-type=uniform --rand-seed=1 \
+    --mode="$3" --keys="$KEYS" --value_size="$VALUE_SIZE" run 2>&1) ||
+    { echo "$out" >&2; die "sysbench failed ($1, $2 conns)"; }
+  echo "$out" >"$WORK/sysbench-$1-$2.out"
+  local qps p95 errs hist
+  qps=$(sed -n 's/^ *queries: .*(\([0-9.]*\) per sec.)/\1/p' <<<"$out" | head -1)
+  p95=$(awk '/95th percentile:/ {print $3 * 1000}' <<<"$out")
+  errs=$(sed -n 's/^ *ignored errors: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+  # p50/p99 from the latency histogram (value in ms | bar | count)
+  hist=$(awk '$2 == "|" || $2 ~ /^\|/ { v[NR] = $1; c[NR] = $NF; n += $NF; o[++k] = NR }
+    END { a = 0; p50 = ""; p99 = "";
+      for (i = 1; i <= k; i++) { a += c[o[i]];
+        if (p50 == "" && a >= 0.5 * n) p50 = v[o[i]] * 1000;
+        if (p99 == "" && a >= 0.99 * n) p99 = v[o[i]] * 1000 }
+      printf "p50_us=%s p99_us=%s", p50, p99 }' <<<"$out")
+  local line="ops_s=$qps p95_us=$p95 $hist errors=${errs:-na}"
+  echo "$1 conns=$2 SYSBENCH $line" >>"$RAW"
+  echo "$line"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "na" }'; }
+fmt_ops() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
+fmt_us() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.0f", x }'; }
+
+ROWS=()
+# row OP CONNS LEFT_LINE RIGHT_LINE LEFT_LABEL RIGHT_LABEL GOAL
+row() {
+  local a="$3" b="$4" ao bo
+  ao=$(kv "$a" ops_s); bo=$(kv "$b" ops_s)
+  ROWS+=("| $1 | $2 | $5 $(fmt_ops "$ao") | $(fmt_us "$(kv "$a" p50_us)") / $(fmt_us "$(kv "$a" p99_us)") | $6 $(fmt_ops "$bo") | $(fmt_us "$(kv "$b" p50_us)") / $(fmt_us "$(kv "$b" p99_us)") | **$(ratio "$ao" "$bo")** | $7 |")
+  local e1 e2 h k
+  e1=$(kv "$a" errors); e2=$(kv "$b" errors); h=$(kv "$a" hits); k=$(kv "$a" keys)
+  log "$1 conns=$2: $5 $(fmt_ops "$ao") ops/s (errors=${e1:-na} hits=${h:-na}/${k:-na}) vs $6 $(fmt_ops "$bo") (errors=${e2:-na}) -> $(ratio "$ao" "$bo")x"
+}
+
+START=$(date +%s)
+for c in $CONNS; do
+  log "set, $c conns"
+  m=$(loadgen_point set "$c" "@@demo.key:" 1)
+  s=$(sysbench_point set "$c" set)
+  row set "$c" "$m" "$s" "mc" "sql" ">= 5x (plugin 4.5-9.2x)"
+done
+for c in $CONNS; do
+  log "get, $c conns"
+  m=$(loadgen_point get "$c" "@@demo.key:" 0)
+  s=$(sysbench_point get "$c" get)
+  row get "$c" "$m" "$s" "mc" "sql" ">= 3x (plugin 1.5-2.3x)"
+done
+
+log "warming the caching container (scan of $KEYS keys) and preloading the memory-only server"
+lg 300 scan --addr "127.0.0.1:$PORT_A" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" \
+  --mget 100 --conns 4 --depth 4 | tee -a "$RAW" >&2
+lg 300 load --addr "127.0.0.1:$PORT_B" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" | tee -a "$RAW" >&2
+for c in $CONNS; do
+  log "caching vs memory-only get, $c conns (time-sliced)"
+  out=$(lg "$LGT" run --addr "127.0.0.1:$PORT_A,127.0.0.1:$PORT_B" --server-pid "$PID_A,$PID_B" --conns "$c" \
+    --threads "$LG_THREADS" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" --set-ratio 0 \
+    --duration "$DURATION" --warmup "$WARMUP") || die "loadgen failed (cache, $c conns)"
+  grep '^RESULT' <<<"$out" | sed "s/^/cache conns=$c /" >>"$RAW"
+  a=$(grep '^RESULT server=0' <<<"$out"); b=$(grep '^RESULT server=1' <<<"$out")
+  row "get caching vs memory" "$c" "$a" "$b" "caching" "memory" "ratio >= 0.67 (within 1.5x)"
+done
+ELAPSED=$(($(date +%s) - START))
+
+{
+  echo "# Containers: sqlcached SQL containers vs plain SQL on MariaDB ($TS)"
+  echo
+  echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh: binlog ROW, innodb_flush_log_at_trx_commit=1, 64M buffer pool),"
+  echo "table bench.demo_test, $KEYS rows, $VALUE_SIZE-byte values, uniform keys; sqlcached $BIN_SHA -t $SERVER_THREADS,"
+  echo "backend pool_size=$POOL writers=$WRITERS w_batch_size=$W_BATCH; $DURATION s measured + $WARMUP s warmup per point;"
+  echo "$(nproc) CPUs shared by MariaDB, sqlcached and the client; loadgen threads=$LG_THREADS; sysbench $(sysbench --version | awk '{print $2}') prepared statements."
+  echo
+  echo "mc = memcached protocol on sqlcached (\`set/get @@demo.key:N\`, container \`demo\`, innodb_only);"
+  echo "sql = sysbench, prepared \`INSERT ... ON DUPLICATE KEY UPDATE\` / \`SELECT c2 FROM demo_test WHERE c1=?\`;"
+  echo "caching = plain \`get key:N\` on the caching container \`democ\` (memory copy warmed); memory = sqlcached without containers."
+  echo "Latency: loadgen p50/p99 per request; sysbench p50/p99 from its histogram (its p95 is in the .log)."
+  echo
+  echo "| op | conns | ops/s (left) | p50 / p99 µs | ops/s (right) | p50 / p99 µs | left/right | goal |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---|"
+  printf '%s\n' "${ROWS[@]}"
+  echo
+  echo "Measured part: ${ELAPSED} s. Raw lines: \`$(basename "$RAW")\`."
+} | tee "$OUT"
+log "wrote $OUT"
