@@ -1,10 +1,114 @@
 # shellcheck shell=bash disable=SC2034,SC2153
-# Helpers shared by run.sh, profile.sh and persist.sh: start/stop servers on free loopback ports.
-# Expects: MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[] LG_PIN[] LOADGEN WORK, log(), die().
+# Helpers shared by run.sh, profile.sh and persist.sh: their common settings, flags and setup,
+# and start/stop of servers on free loopback ports. Source it right after HERE and ROOT are set.
+# Expects (when the functions run): MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[]
+# LG_PIN[] LOADGEN WORK, log(), die(), and usage() for common_flag.
 # Servers are named "memcached…" (runs MEMCACHED_BIN) or anything else (runs SQLCACHED_BIN);
 # SRV_PID[name] and SRV_PORT[name] describe the running ones; SRV_EXTRA[name] adds flags for
 # that server only (persist.sh: "--data-dir DIR --durability sync"). launch_server sets SRV_T0
 # (unix ns, taken just before the exec).
+
+# ---------------------------------------------------------------------------------------------
+# settings, flags and setup
+
+# common_defaults: the settings all three scripts share, with their defaults (env wins).
+common_defaults() {
+  SERVER_THREADS="${SERVER_THREADS:-2}"
+  SERVER_MEM="${SERVER_MEM:-1024}"
+  CONNS="${CONNS:-50}"
+  KEYS="${KEYS:-100000}"
+  SERVER_CPUS="${SERVER_CPUS:-0}"
+  LOADGEN_CPUS="${LOADGEN_CPUS:-1}"
+  EXTRA_ARGS="${EXTRA_ARGS:-}"
+  MEMCACHED_BIN="${MEMCACHED_BIN:-$(command -v memcached || echo /usr/bin/memcached)}"
+}
+
+# measure_defaults: the further settings run.sh and persist.sh share (env wins).
+measure_defaults() {
+  WARMUP="${WARMUP:-1}"
+  REPS="${REPS:-3}"
+  PIN="${PIN:-split}"
+  SLICE="${SLICE:-1}"
+  BUILD="${BUILD:-1}"
+  RESULTS_DIR="${RESULTS_DIR:-$HERE/results}"
+}
+
+# common_flag ARGS...: if $1 is one of the flags run.sh and persist.sh share, take it (and its
+# value) and set FLAG_SHIFT to the number of words used; otherwise return 1.
+common_flag() {
+  FLAG_SHIFT=2
+  case "$1" in
+    --duration) DURATION="$2" ;;
+    --warmup) WARMUP="$2" ;;
+    --reps) REPS="$2" ;;
+    --threads) SERVER_THREADS="$2" ;;
+    --memory) SERVER_MEM="$2" ;;
+    --conns) CONNS="$2" ;;
+    --keys) KEYS="$2" ;;
+    --value-size) VALUE_SIZE="$2" ;;
+    --pin) PIN="$2" ;;
+    --slice) SLICE="$2" ;;
+    --no-build) BUILD=0; FLAG_SHIFT=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# check_reps: REPS within bounds, so that a typo cannot start an hour-long run.
+check_reps() {
+  [[ "$REPS" =~ ^[0-9]+$ && "$REPS" -ge 1 && "$REPS" -le 20 ]] || die "REPS must be 1..20"
+}
+
+# pin_setup MODE: split runs servers on SERVER_CPUS and the load generator on LOADGEN_CPUS
+# (LOADGEN_THREADS, if empty, becomes the number of those CPUs); none pins nothing
+# (LOADGEN_THREADS, if empty: nproc). Sets SRV_PIN and LG_PIN.
+pin_setup() {
+  case "$1" in
+    split)
+      [[ -n "${LOADGEN_THREADS:-}" ]] || LOADGEN_THREADS=$(( $(echo "$LOADGEN_CPUS" | tr ',' '\n' | wc -l) ))
+      SRV_PIN=(taskset -c "$SERVER_CPUS"); LG_PIN=(taskset -c "$LOADGEN_CPUS") ;;
+    none)
+      [[ -n "${LOADGEN_THREADS:-}" ]] || LOADGEN_THREADS=$(nproc)
+      SRV_PIN=(); LG_PIN=() ;;
+    *) die "PIN must be split or none" ;;
+  esac
+}
+
+LOADGEN="$HERE/loadgen/target/release/loadgen"
+
+# build_binaries: with BUILD=1 build bench/loadgen; SQLCACHED_BIN unset means
+# target/release/sqlcached (built too with BUILD=1); then check that all binaries exist.
+build_binaries() {
+  if [[ "$BUILD" == 1 ]]; then
+    log "building bench/loadgen"
+    cargo build --release --quiet --manifest-path "$HERE/loadgen/Cargo.toml"
+  fi
+  [[ -x "$LOADGEN" ]] || die "$LOADGEN missing (run without --no-build)"
+  if [[ -z "${SQLCACHED_BIN:-}" ]]; then
+    SQLCACHED_BIN="$ROOT/target/release/sqlcached"
+    if [[ "$BUILD" == 1 ]]; then
+      log "building sqlcached (cargo build --release -p sqlcached)"
+      (cd "$ROOT" && cargo build --release --quiet -p sqlcached) || die "building sqlcached failed"
+    fi
+  fi
+  [[ -x "$SQLCACHED_BIN" ]] || die "sqlcached binary $SQLCACHED_BIN not found (set SQLCACHED_BIN)"
+  [[ -x "$MEMCACHED_BIN" ]] || die "memcached binary $MEMCACHED_BIN not found"
+}
+
+# snapshot_sqlcached NAME: WORK = a new /tmp/sqlcached-NAME.XXXXXX, and SQLCACHED_BIN a copy of
+# the binary in it (SQLCACHED_SRC, _SUM, _MTIME describe the original), so that a rebuild during
+# the run cannot mix two versions.
+snapshot_sqlcached() {
+  WORK="$(mktemp -d "/tmp/sqlcached-$1.XXXXXX")"
+  SQLCACHED_SRC="$SQLCACHED_BIN"
+  SQLCACHED_SUM=$(sha256sum "$SQLCACHED_BIN" | cut -c1-12)
+  SQLCACHED_MTIME=$(date -r "$SQLCACHED_BIN" '+%Y-%m-%d %H:%M:%S')
+  cp "$SQLCACHED_BIN" "$WORK/sqlcached"
+  SQLCACHED_BIN="$WORK/sqlcached"
+}
+
+# ---------------------------------------------------------------------------------------------
+# servers
 
 declare -A SRV_PID=() SRV_PORT=() SRV_EXTRA=()
 SRV_T0=0

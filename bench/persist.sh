@@ -25,6 +25,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=lib.sh disable=SC2034
+source "$HERE/lib.sh"
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
@@ -60,15 +62,11 @@ Flags (each also settable by the env var in capitals):
 EOF
 }
 
+common_defaults
+measure_defaults
 PARTS="${PARTS:-throughput restart reads}"
 WORKLOADS="${WORKLOADS:-sets mixed}"
 DURATION="${DURATION:-5}"
-WARMUP="${WARMUP:-1}"
-REPS="${REPS:-3}"
-SERVER_THREADS="${SERVER_THREADS:-2}"
-SERVER_MEM="${SERVER_MEM:-1024}"
-CONNS="${CONNS:-50}"
-KEYS="${KEYS:-100000}"
 VALUE_SIZE="${VALUE_SIZE:-100}"
 RESTART_KEYS="${RESTART_KEYS:-1000000}"
 RESTART_REPS="${RESTART_REPS:-2}"
@@ -81,27 +79,11 @@ ZIPF_THETA="${ZIPF_THETA:-0.99}"
 FLUSH_INTERVAL_MS="${FLUSH_INTERVAL_MS:-}"
 DATA_ROOT="${DATA_ROOT:-}"
 DROP_CACHES="${DROP_CACHES:-0}"
-PIN="${PIN:-split}"
-SERVER_CPUS="${SERVER_CPUS:-0}"
-LOADGEN_CPUS="${LOADGEN_CPUS:-1}"
-SLICE="${SLICE:-1}"
-BUILD="${BUILD:-1}"
-EXTRA_ARGS="${EXTRA_ARGS:-}"
-MEMCACHED_BIN="${MEMCACHED_BIN:-$(command -v memcached || echo /usr/bin/memcached)}"
-RESULTS_DIR="${RESULTS_DIR:-$HERE/results}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --parts) PARTS="$2"; shift 2 ;;
     --workloads) WORKLOADS="$2"; shift 2 ;;
-    --duration) DURATION="$2"; shift 2 ;;
-    --warmup) WARMUP="$2"; shift 2 ;;
-    --reps) REPS="$2"; shift 2 ;;
-    --threads) SERVER_THREADS="$2"; shift 2 ;;
-    --memory) SERVER_MEM="$2"; shift 2 ;;
-    --conns) CONNS="$2"; shift 2 ;;
-    --keys) KEYS="$2"; shift 2 ;;
-    --value-size) VALUE_SIZE="$2"; shift 2 ;;
     --restart-keys) RESTART_KEYS="$2"; shift 2 ;;
     --restart-reps) RESTART_REPS="$2"; shift 2 ;;
     --signals) SIGNALS="$2"; shift 2 ;;
@@ -113,11 +95,7 @@ while [[ $# -gt 0 ]]; do
     --flush-interval-ms) FLUSH_INTERVAL_MS="$2"; shift 2 ;;
     --data-root) DATA_ROOT="$2"; shift 2 ;;
     --drop-caches) DROP_CACHES=1; shift ;;
-    --pin) PIN="$2"; shift 2 ;;
-    --slice) SLICE="$2"; shift 2 ;;
-    --no-build) BUILD=0; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "persist.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    *) common_flag "$@" || { echo "persist.sh: unknown argument $1 (see --help)" >&2; exit 2; }; shift "$FLAG_SHIFT" ;;
   esac
 done
 PARTS="${PARTS//,/ }"; WORKLOADS="${WORKLOADS//,/ }"; SIGNALS="${SIGNALS//,/ }"; DISTS="${DISTS//,/ }"
@@ -129,38 +107,20 @@ die() { echo "persist.sh: $*" >&2; exit 1; }
 awk -v d="$DURATION" -v w="$WARMUP" -v r="$READ_SECS" \
   'BEGIN { exit !(d > 0 && d <= 600 && w >= 0 && w <= 60 && r > 0 && r <= 600) }' \
   || die "DURATION must be in (0, 600], WARMUP in [0, 60], READ_SECS in (0, 600]"
-[[ "$REPS" =~ ^[0-9]+$ && "$REPS" -ge 1 && "$REPS" -le 20 ]] || die "REPS must be 1..20"
+check_reps
 [[ "$RESTART_REPS" =~ ^[0-9]+$ && "$RESTART_REPS" -ge 1 && "$RESTART_REPS" -le 20 ]] || die "RESTART_REPS must be 1..20"
 [[ "$RESTART_KEYS" =~ ^[0-9]+$ && "$RESTART_KEYS" -ge 1 && "$RESTART_KEYS" -le 50000000 ]] || die "RESTART_KEYS must be 1..50000000"
 for p in $PARTS; do [[ "$p" =~ ^(throughput|restart|reads)$ ]] || die "unknown part '$p' (throughput restart reads)"; done
 for w in $WORKLOADS; do [[ "$w" =~ ^(sets|mixed|half)$ ]] || die "unknown workload '$w' (sets mixed half)"; done
 for s in $SIGNALS; do [[ "$s" =~ ^(term|kill)$ ]] || die "unknown signal '$s' (term kill)"; done
 for d in $DISTS; do [[ "$d" =~ ^(uniform|zipf)$ ]] || die "unknown distribution '$d' (uniform zipf)"; done
-case "$PIN" in
-  split) SRV_PIN=(taskset -c "$SERVER_CPUS"); LG_PIN=(taskset -c "$LOADGEN_CPUS")
-         LOADGEN_THREADS=$(echo "$LOADGEN_CPUS" | tr ',' '\n' | wc -l) ;;
-  none) SRV_PIN=(); LG_PIN=(); LOADGEN_THREADS=$(nproc) ;;
-  *) die "PIN must be split or none" ;;
-esac
+LOADGEN_THREADS=""
+pin_setup "$PIN"
 has_part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # ---------------------------------------------------------------------------------------------
 # build
-LOADGEN="$HERE/loadgen/target/release/loadgen"
-if [[ "$BUILD" == 1 ]]; then
-  log "building bench/loadgen"
-  cargo build --release --quiet --manifest-path "$HERE/loadgen/Cargo.toml"
-fi
-[[ -x "$LOADGEN" ]] || die "$LOADGEN missing (run without --no-build)"
-if [[ -z "${SQLCACHED_BIN:-}" ]]; then
-  SQLCACHED_BIN="$ROOT/target/release/sqlcached"
-  if [[ "$BUILD" == 1 ]]; then
-    log "building sqlcached (cargo build --release -p sqlcached)"
-    (cd "$ROOT" && cargo build --release --quiet -p sqlcached) || die "building sqlcached failed"
-  fi
-fi
-[[ -x "$SQLCACHED_BIN" ]] || die "sqlcached binary $SQLCACHED_BIN not found (set SQLCACHED_BIN)"
-[[ -x "$MEMCACHED_BIN" ]] || die "memcached binary $MEMCACHED_BIN not found"
+build_binaries
 
 mkdir -p "$RESULTS_DIR"
 STAMP="$(date +%Y%m%d-%H%M%S)"
@@ -182,15 +142,8 @@ DATA_MADE_HERE=1
 PORT_MIN=20000 PORT_SPAN=12000
 
 # Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
-WORK="$(mktemp -d /tmp/sqlcached-persist.XXXXXX)"
-SQLCACHED_SRC="$SQLCACHED_BIN"
-SQLCACHED_SUM=$(sha256sum "$SQLCACHED_BIN" | cut -c1-12)
-SQLCACHED_MTIME=$(date -r "$SQLCACHED_BIN" '+%Y-%m-%d %H:%M:%S')
-cp "$SQLCACHED_BIN" "$WORK/sqlcached"
-SQLCACHED_BIN="$WORK/sqlcached"
+snapshot_sqlcached persist
 
-# shellcheck source=lib.sh disable=SC2034
-source "$HERE/lib.sh"
 finish() {
   cleanup
   sleep 0.2

@@ -13,22 +13,17 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=lib.sh disable=SC2034
+source "$HERE/lib.sh"
 
+common_defaults
 CASE="${CASE:-b}"
 SERVERS="${SERVERS:-memcached sqlcached}"
 DURATION="${DURATION:-4}"
 RECORD="${RECORD:-0}"
-SERVER_THREADS="${SERVER_THREADS:-2}"
-SERVER_MEM="${SERVER_MEM:-1024}"
-CONNS="${CONNS:-50}"
-KEYS="${KEYS:-100000}"
 VALUE_SIZE="${VALUE_SIZE:-32}"
 DEPTH="${DEPTH:-16}"
 MGET="${MGET:-10}"
-SERVER_CPUS="${SERVER_CPUS:-0}"
-LOADGEN_CPUS="${LOADGEN_CPUS:-1}"
-EXTRA_ARGS="${EXTRA_ARGS:-}"
-MEMCACHED_BIN="${MEMCACHED_BIN:-$(command -v memcached || echo /usr/bin/memcached)}"
 SQLCACHED_BIN="${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}"
 
 while [[ $# -gt 0 ]]; do
@@ -50,12 +45,9 @@ die() { echo "profile.sh: $*" >&2; exit 1; }
 command -v strace >/dev/null || die "needs strace"
 command -v perf >/dev/null || die "needs perf"
 
-SRV_PIN=(taskset -c "$SERVER_CPUS"); LG_PIN=(taskset -c "$LOADGEN_CPUS")
-LOADGEN="$HERE/loadgen/target/release/loadgen"
+pin_setup split
 cargo build --release --quiet --manifest-path "$HERE/loadgen/Cargo.toml"
 WORK="$(mktemp -d /tmp/sqlcached-profile.XXXXXX)"
-# shellcheck source=lib.sh disable=SC2034
-source "$HERE/lib.sh"
 TOOL_PID=""
 cleanup_all() {
   if [[ -n "$TOOL_PID" ]]; then kill -INT "$TOOL_PID" 2>/dev/null || true; fi

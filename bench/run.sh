@@ -15,6 +15,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=lib.sh disable=SC2034
+source "$HERE/lib.sh"
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
@@ -45,54 +47,30 @@ Flags (each also settable by the env var in capitals):
 EOF
 }
 
+common_defaults
+measure_defaults
 CASES="${CASES:-a b c d e}"
 DURATION="${DURATION:-8}"
-WARMUP="${WARMUP:-1}"
-REPS="${REPS:-3}"
-SERVER_THREADS="${SERVER_THREADS:-2}"
-SERVER_MEM="${SERVER_MEM:-1024}"
-CONNS="${CONNS:-50}"
-KEYS="${KEYS:-100000}"
 VALUE_SIZE="${VALUE_SIZE:-32}"
 DEPTH="${DEPTH:-16}"
 MGET="${MGET:-10}"
 LOADGEN_THREADS="${LOADGEN_THREADS:-}"
-PIN="${PIN:-split}"
 INTERLEAVE="${INTERLEAVE:-slice}"
-SLICE="${SLICE:-1}"
-SERVER_CPUS="${SERVER_CPUS:-0}"
-LOADGEN_CPUS="${LOADGEN_CPUS:-1}"
 CAP_MEM="${CAP_MEM:-64}"
 CAP_VALUE="${CAP_VALUE:-100}"
 CAP_MAX_KEYS="${CAP_MAX_KEYS:-3000000}"
-BUILD="${BUILD:-1}"
-EXTRA_ARGS="${EXTRA_ARGS:-}"
-MEMCACHED_BIN="${MEMCACHED_BIN:-$(command -v memcached || echo /usr/bin/memcached)}"
-RESULTS_DIR="${RESULTS_DIR:-$HERE/results}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cases) CASES="$2"; shift 2 ;;
-    --duration) DURATION="$2"; shift 2 ;;
-    --warmup) WARMUP="$2"; shift 2 ;;
-    --reps) REPS="$2"; shift 2 ;;
-    --threads) SERVER_THREADS="$2"; shift 2 ;;
-    --memory) SERVER_MEM="$2"; shift 2 ;;
-    --conns) CONNS="$2"; shift 2 ;;
-    --keys) KEYS="$2"; shift 2 ;;
-    --value-size) VALUE_SIZE="$2"; shift 2 ;;
     --depth) DEPTH="$2"; shift 2 ;;
     --mget) MGET="$2"; shift 2 ;;
     --loadgen-threads) LOADGEN_THREADS="$2"; shift 2 ;;
-    --pin) PIN="$2"; shift 2 ;;
     --interleave) INTERLEAVE="$2"; shift 2 ;;
-    --slice) SLICE="$2"; shift 2 ;;
     --cap-memory) CAP_MEM="$2"; shift 2 ;;
     --cap-value-size) CAP_VALUE="$2"; shift 2 ;;
     --cap-max-keys) CAP_MAX_KEYS="$2"; shift 2 ;;
-    --no-build) BUILD=0; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    *) common_flag "$@" || { echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2; }; shift "$FLAG_SHIFT" ;;
   esac
 done
 CASES="${CASES//,/ }"
@@ -103,51 +81,21 @@ die() { echo "run.sh: $*" >&2; exit 1; }
 # Bounds, so that a typo cannot start an hour-long run.
 awk -v d="$DURATION" -v w="$WARMUP" 'BEGIN { exit !(d > 0 && d <= 600 && w >= 0 && w <= 60) }' \
   || die "DURATION must be in (0, 600] and WARMUP in [0, 60]"
-[[ "$REPS" =~ ^[0-9]+$ && "$REPS" -ge 1 && "$REPS" -le 20 ]] || die "REPS must be 1..20"
+check_reps
 for c in $CASES; do [[ "$c" =~ ^[abcdem]$ ]] || die "unknown case '$c' (a b c d e m)"; done
 
 [[ "$INTERLEAVE" == slice || "$INTERLEAVE" == sequential ]] || die "INTERLEAVE must be slice or sequential"
 awk -v s="$SLICE" 'BEGIN { exit !(s >= 0.1 && s <= 60) }' || die "SLICE must be in [0.1, 60]"
-case "$PIN" in
-  split)
-    [[ -z "$LOADGEN_THREADS" ]] && LOADGEN_THREADS=$(( $(echo "$LOADGEN_CPUS" | tr ',' '\n' | wc -l) ))
-    SRV_PIN=(taskset -c "$SERVER_CPUS"); LG_PIN=(taskset -c "$LOADGEN_CPUS") ;;
-  none)
-    [[ -z "$LOADGEN_THREADS" ]] && LOADGEN_THREADS=$(nproc)
-    SRV_PIN=(); LG_PIN=() ;;
-  *) die "PIN must be split or none" ;;
-esac
+pin_setup "$PIN"
 
 # ---------------------------------------------------------------------------------------------
 # build
-LOADGEN="$HERE/loadgen/target/release/loadgen"
-if [[ "$BUILD" == 1 ]]; then
-  log "building bench/loadgen"
-  cargo build --release --quiet --manifest-path "$HERE/loadgen/Cargo.toml"
-fi
-[[ -x "$LOADGEN" ]] || die "$LOADGEN missing (run without --no-build)"
-
-if [[ -z "${SQLCACHED_BIN:-}" ]]; then
-  SQLCACHED_BIN="$ROOT/target/release/sqlcached"
-  if [[ "$BUILD" == 1 ]]; then
-    log "building sqlcached (cargo build --release -p sqlcached)"
-    (cd "$ROOT" && cargo build --release --quiet -p sqlcached) || die "building sqlcached failed"
-  fi
-fi
-[[ -x "$SQLCACHED_BIN" ]] || die "sqlcached binary $SQLCACHED_BIN not found (set SQLCACHED_BIN)"
-[[ -x "$MEMCACHED_BIN" ]] || die "memcached binary $MEMCACHED_BIN not found"
+build_binaries
 if [[ " $CASES " == *" m "* ]]; then command -v memcaslap >/dev/null || die "case m needs memcaslap (libmemcached-tools)"; fi
 
 # Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
-WORK="$(mktemp -d /tmp/sqlcached-bench.XXXXXX)"
-SQLCACHED_SRC="$SQLCACHED_BIN"
-SQLCACHED_SUM=$(sha256sum "$SQLCACHED_BIN" | cut -c1-12)
-SQLCACHED_MTIME=$(date -r "$SQLCACHED_BIN" '+%Y-%m-%d %H:%M:%S')
-cp "$SQLCACHED_BIN" "$WORK/sqlcached"
-SQLCACHED_BIN="$WORK/sqlcached"
+snapshot_sqlcached bench
 
-# shellcheck source=lib.sh disable=SC2034
-source "$HERE/lib.sh"
 trap 'cleanup; rm -rf "${WORK:-/nonexistent}"' EXIT
 trap 'exit 130' INT TERM
 
