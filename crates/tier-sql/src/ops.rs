@@ -426,6 +426,31 @@ pub(crate) fn plan(
     }
 }
 
+/// The reply to a read of `keys` given the rows found: live rows in key order, and the
+/// keys whose rows had expired (deleted after the reply, once each).
+pub(crate) fn read_result(
+    keys: &[Vec<u8>],
+    found: &std::collections::HashMap<Vec<u8>, Existing>,
+    now: i64,
+    separator: &[u8],
+) -> OpResult {
+    let mut expired = Vec::new();
+    let rows = keys
+        .iter()
+        .map(|k| match found.get(k) {
+            Some(e) if e.live(now) => Some(e.to_row(separator)),
+            Some(_) => {
+                if !expired.contains(k) {
+                    expired.push(k.clone());
+                }
+                None
+            }
+            None => None,
+        })
+        .collect::<Vec<Option<Row>>>();
+    OpResult::Read { rows, expired }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ use super::{deadline_passed, queue_timeout_error, Backend, BackendStats, BoxFutu
 use crate::batch::{Batch, TICK};
 use crate::config::{BackendConfig, Options, PluginRows, Record};
 use crate::error::BackendError;
-use crate::ops::{plan, unix_now, CasClock, Existing, NewRow, Op, OpResult, Row, Write};
+use crate::ops::{plan, unix_now, CasClock, Existing, NewRow, Op, OpResult, Write};
 use crate::sql::{in_chunks, Dialect};
 use crate::validate::{mysql_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
 
@@ -245,21 +245,7 @@ async fn read_rows<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, keys: &[Ve
             }
         }
     }
-    let mut expired = Vec::new();
-    let rows = keys
-        .iter()
-        .map(|k| match found.get(k) {
-            Some(e) if e.live(now) => Some(e.to_row(&m.separator)),
-            Some(_) => {
-                if !expired.contains(k) {
-                    expired.push(k.clone());
-                }
-                None
-            }
-            None => None,
-        })
-        .collect::<Vec<Option<Row>>>();
-    Ok(OpResult::Read { rows, expired })
+    Ok(crate::ops::read_result(keys, &found, now, &m.separator))
 }
 
 async fn apply<Q: Queryable>(

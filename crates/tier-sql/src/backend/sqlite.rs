@@ -18,7 +18,7 @@ use super::{deadline_passed, queue_timeout_error, Backend, BackendStats, BoxFutu
 use crate::batch::{Batch, TICK};
 use crate::config::{BackendConfig, Options, PluginRows, Record, Synchronous};
 use crate::error::BackendError;
-use crate::ops::{plan, unix_now, CasClock, Existing, Op, OpResult, Row, Write};
+use crate::ops::{plan, unix_now, CasClock, Existing, Op, OpResult, Write};
 use crate::sql::Dialect;
 use crate::validate::{sqlite_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
 
@@ -173,21 +173,7 @@ fn read_rows(conn: &Connection, m: &Mapping, keys: &[Vec<u8>]) -> Result<OpResul
             }
         }
     }
-    let mut expired = Vec::new();
-    let rows = keys
-        .iter()
-        .map(|k| match found.get(k) {
-            Some(e) if e.live(now) => Some(e.to_row(&m.separator)),
-            Some(_) => {
-                if !expired.contains(k) {
-                    expired.push(k.clone());
-                }
-                None
-            }
-            None => None,
-        })
-        .collect::<Vec<Option<Row>>>();
-    Ok(OpResult::Read { rows, expired })
+    Ok(crate::ops::read_result(keys, &found, now, &m.separator))
 }
 
 fn new_row_params<'a>(m: &'a Mapping, row: &'a crate::ops::NewRow, out: &mut Vec<P<'a>>) {
