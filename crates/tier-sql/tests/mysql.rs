@@ -78,34 +78,6 @@ CREATE TABLE multi (k VARCHAR(250) NOT NULL, a TEXT, n BIGINT, b TEXT, f INT UNS
 CREATE TABLE plain (k VARBINARY(250) NOT NULL PRIMARY KEY, v MEDIUMBLOB)
 ";
 
-const CONTAINERS: &str = r#"
-[[container]]
-name = "default"
-table = "demo"
-key_column = "c1"
-value_columns = "c2"
-flags_column = "c3"
-cas_column = "c4"
-expire_column = "c5"
-unique_index = "PRIMARY"
-
-[[container]]
-name = "multi"
-table = "multi"
-key_column = "k"
-value_columns = ["a", "n", "b"]
-flags_column = "f"
-cas_column = "c"
-expire_column = "e"
-unique_index = "multi_k"
-
-[[container]]
-name = "plain"
-table = "plain"
-key_column = "k"
-value_columns = "v"
-"#;
-
 struct MyPeek {
     url: String,
 }
@@ -136,7 +108,7 @@ impl Peek for MyPeek {
 
 async fn setup(s: &Server, db: &str, options: &str) -> (Containers, MyPeek) {
     s.database(db, DDL).await;
-    let cs = Containers::load(&s.config(db, None, "", options, CONTAINERS)).await.unwrap();
+    let cs = Containers::load(&s.config(db, None, "", options, common::CONTAINERS)).await.unwrap();
     (cs, MyPeek { url: s.url(db, None) })
 }
 
@@ -192,7 +164,7 @@ async fn batching_and_background_commit() {
         None,
         "writers = 1",
         "w_batch_size = 3\nbk_commit_interval = 1",
-        CONTAINERS,
+        common::CONTAINERS,
     ))
     .await
     .unwrap();
@@ -445,7 +417,7 @@ async fn backend_going_away() {
     s.database(db, DDL).await;
     let proxy = Proxy::start(s.port).await;
     let backend = "writers = 1\nconnect_timeout_ms = 1000\nquery_timeout_ms = 1500";
-    let cs = Containers::load(&s.config(db, Some(proxy.port), backend, "", CONTAINERS)).await.unwrap();
+    let cs = Containers::load(&s.config(db, Some(proxy.port), backend, "", common::CONTAINERS)).await.unwrap();
     let c = cs.default_container().clone();
     common::set(&c, b"before", b"1").await;
 
@@ -510,7 +482,7 @@ async fn lost_batch_is_reported_not_replayed() {
         Some(proxy.port),
         backend,
         "w_batch_size = 10\nbk_commit_interval = 60",
-        CONTAINERS,
+        common::CONTAINERS,
     ))
     .await
     .unwrap();
@@ -542,7 +514,7 @@ async fn lock_wait_is_bounded() {
     let db = "sqlcached_t_lockwait";
     s.database(db, DDL).await;
     let backend = "connect_timeout_ms = 1000\nquery_timeout_ms = 1500";
-    let cs = Containers::load(&s.config(db, None, backend, "", CONTAINERS)).await.unwrap();
+    let cs = Containers::load(&s.config(db, None, backend, "", common::CONTAINERS)).await.unwrap();
     let c = cs.default_container().clone();
     common::set(&c, b"locked", b"1").await;
     // Another SQL session holds the row.
@@ -579,7 +551,7 @@ async fn real_restart() {
     let db = "sqlcached_t_restart";
     s.database(db, DDL).await;
     let backend = "connect_timeout_ms = 1000\nquery_timeout_ms = 1500";
-    let cs = Containers::load(&s.config(db, None, backend, "", CONTAINERS)).await.unwrap();
+    let cs = Containers::load(&s.config(db, None, backend, "", common::CONTAINERS)).await.unwrap();
     let c = cs.default_container().clone();
     common::set(&c, b"acked", b"1").await;
     run(vec!["stop".into(), dir.clone()]);

@@ -16,34 +16,6 @@ CREATE UNIQUE INDEX multi_k ON multi (k);
 CREATE TABLE plain (k BLOB PRIMARY KEY, v BLOB);
 ";
 
-const CONTAINERS: &str = r#"
-[[container]]
-name = "default"
-table = "demo"
-key_column = "c1"
-value_columns = "c2"
-flags_column = "c3"
-cas_column = "c4"
-expire_column = "c5"
-unique_index = "PRIMARY"
-
-[[container]]
-name = "multi"
-table = "multi"
-key_column = "k"
-value_columns = ["a", "n", "b"]
-flags_column = "f"
-cas_column = "c"
-expire_column = "e"
-unique_index = "multi_k"
-
-[[container]]
-name = "plain"
-table = "plain"
-key_column = "k"
-value_columns = "v"
-"#;
-
 struct Fx {
     _dir: tempfile::TempDir,
     db: PathBuf,
@@ -65,7 +37,7 @@ fn config(db: &Path, options: &str, containers: &str) -> SqlConfig {
 }
 
 async fn load(fx: &Fx, options: &str) -> Containers {
-    Containers::load(&config(&fx.db, options, CONTAINERS)).await.unwrap()
+    Containers::load(&config(&fx.db, options, common::CONTAINERS)).await.unwrap()
 }
 
 struct SqlitePeek(PathBuf);

@@ -12,6 +12,35 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tier_sql::{ArithOutcome, BackendError, Container, Containers, DeleteOutcome, StoreMode, StoreOutcome};
 
+/// The three containers every backend's scenarios use (tables `demo`, `multi`, `plain`).
+pub const CONTAINERS: &str = r#"
+[[container]]
+name = "default"
+table = "demo"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+
+[[container]]
+name = "multi"
+table = "multi"
+key_column = "k"
+value_columns = ["a", "n", "b"]
+flags_column = "f"
+cas_column = "c"
+expire_column = "e"
+unique_index = "multi_k"
+
+[[container]]
+name = "plain"
+table = "plain"
+key_column = "k"
+value_columns = "v"
+"#;
+
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Looks at the tables from another connection (what other SQL clients see).
