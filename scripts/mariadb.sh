@@ -8,7 +8,8 @@
 #   scripts/mariadb.sh status DIR       # exit 0 if it answers
 #
 # Environment: MARIADB_USER (default sqlcached), MARIADB_PASSWORD (default
-# sqlcached-test). Runs as the current user (root here: --user=root); the MariaDB root
+# sqlcached-test), MARIADB_EXTRA_ARGS (more mariadbd options, e.g. query cache settings).
+# Runs as the current user (root here: --user=root); the MariaDB root
 # account is reachable only through the socket (unix_socket auth), the test user with
 # its password from anywhere. Installs mariadb-server if mariadbd is missing.
 set -euo pipefail
@@ -78,10 +79,10 @@ start)
             --datadir="$dir/data" --user="$(id -un)" \
             --port="$port" --bind-address=127.0.0.1 --socket="$(sock)" \
             --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
-            --log-bin="$dir/data/binlog" --binlog-format=ROW --server-id=1 \
+            --log-bin="$dir/data/binlog" --binlog-format=ROW --binlog-row-metadata=FULL --server-id=1 \
             --skip-name-resolve --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
             --innodb-flush-log-at-trx-commit=1 --max-connections=200 \
-            --character-set-server=utf8mb4 --collation-server=utf8mb4_bin \
+            --character-set-server=utf8mb4 --collation-server=utf8mb4_bin ${MARIADB_EXTRA_ARGS:-} \
             </dev/null >/dev/null 2>&1 &
         for _ in $(seq 1 200); do
             alive && break
