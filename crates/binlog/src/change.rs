@@ -1,0 +1,93 @@
+//! What the follower reports: changed rows, changed tables, and the state of the stream.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// One column value of a row image, as decoded from a ROWS event.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// SQL NULL (also used for a column absent from a partial row image).
+    Null,
+    /// A signed integer column (TINYINT..BIGINT, YEAR).
+    Int(i64),
+    /// An unsigned integer column (TINYINT..BIGINT UNSIGNED).
+    UInt(u64),
+    /// String, binary, DECIMAL (as its text), ENUM/SET/BIT (as stored) columns.
+    Bytes(Vec<u8>),
+    /// Anything else (floats, dates, times, JSON) in a readable text form.
+    Other(String),
+}
+
+impl Value {
+    /// The value as an i64 if it is an integer that fits (what integer key tags use).
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(v) => Some(v),
+            Value::UInt(v) => i64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) => write!(f, "{v}u"),
+            Value::Bytes(b) => write!(f, "{:?}", String::from_utf8_lossy(b)),
+            Value::Other(s) => write!(f, "<{s}>"),
+        }
+    }
+}
+
+/// Column names and primary key of a table, as the binlog described it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSchema {
+    /// Column names in table order (every row image has one value per column).
+    pub columns: Vec<String>,
+    /// Positions (into `columns`) of the primary key columns, in key order; empty: no primary key.
+    pub primary_key: Vec<usize>,
+}
+
+/// One change seen in the binlog (or in the state of the stream), in binlog order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// Rows written, updated or deleted in one table: every row image (an update gives its
+    /// before image, then its after image), each with one value per column of `schema`.
+    Rows {
+        /// Database of the table.
+        db: String,
+        /// Table name.
+        table: String,
+        /// Column names and primary key (shared by every event of this table definition).
+        schema: Arc<TableSchema>,
+        /// The row images.
+        rows: Vec<Vec<Value>>,
+    },
+    /// Any row of this table may have changed (TRUNCATE, DDL, statement-format DML, rows the
+    /// follower could not decode, foreign-key cascades).
+    Table {
+        /// Database of the table.
+        db: String,
+        /// Table name.
+        table: String,
+    },
+    /// Anything in this database may have changed (a statement the follower cannot attribute to tables).
+    Database {
+        /// The database.
+        db: String,
+    },
+    /// Anything may have changed (a gap in the stream, a statement it cannot interpret).
+    All {
+        /// Why, for logs.
+        reason: String,
+    },
+    /// The stream broke: changes may be missed until `Connected` (the follower retries).
+    Disconnected {
+        /// Why, for logs.
+        reason: String,
+    },
+    /// Events flow (first connection, or again after `Disconnected`).
+    Connected,
+}

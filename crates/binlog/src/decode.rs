@@ -1,0 +1,342 @@
+//! Binlog events to `Change`s: TABLE_MAP bookkeeping, ROWS decoding, QUERY classification,
+//! transaction boundaries (where the stream may safely resume).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mysql_async::binlog::events::{Event, OptionalMetadataField, QueryEvent, RowsEventData, TableMapEvent};
+use mysql_async::binlog::value::BinlogValue;
+use mysql_async::binlog::EventType;
+use mysql_async::consts::ColumnType;
+
+use crate::change::{Change, TableSchema, Value};
+use crate::ddl::{classify, QueryAction};
+use crate::meta::{Meta, TableMeta};
+
+/// MariaDB event types mysql_common does not know.
+mod mariadb {
+    pub const ANNOTATE_ROWS: u8 = 160;
+    pub const BINLOG_CHECKPOINT: u8 = 161;
+    pub const GTID: u8 = 162;
+    pub const GTID_LIST: u8 = 163;
+    pub const START_ENCRYPTION: u8 = 164;
+    pub const QUERY_COMPRESSED: u8 = 165;
+    /// WRITE/UPDATE/DELETE_ROWS_COMPRESSED_EVENT(_V1): 166..=171.
+    pub const ROWS_COMPRESSED: std::ops::RangeInclusive<u8> = 166..=171;
+    /// GTID event flag: a statement without BEGIN/COMMIT (DDL).
+    pub const FL_STANDALONE: u8 = 1;
+}
+
+/// Table ids remembered before the map is cleared (ids change with every table reopen).
+const MAX_TABLE_IDS: usize = 4096;
+
+/// A table id's TABLE_MAP and what was derived from it.
+struct Mapped {
+    tme: TableMapEvent<'static>,
+    db: String,
+    table: String,
+    /// None: column names unknown (rows of this table become `Change::Table`).
+    schema: Option<Arc<TableSchema>>,
+    /// Per column: an integer column to read as unsigned (signedness missing from the binlog).
+    fix_unsigned: Vec<bool>,
+}
+
+/// Result of one event.
+pub(crate) struct Decoded {
+    /// Changes to report, in order.
+    pub changes: Vec<Change>,
+    /// After this event the stream is between transactions (a safe place to resume).
+    pub boundary: bool,
+    /// New binlog file name (ROTATE).
+    pub rotate: Option<(String, u64)>,
+}
+
+/// Decoding state of one binlog connection.
+pub(crate) struct Decoder {
+    tables: HashMap<u64, Mapped>,
+    in_trx: bool,
+    pub(crate) meta: Meta,
+}
+
+impl Decoder {
+    pub(crate) fn new(meta: Meta) -> Decoder {
+        Decoder { tables: HashMap::new(), in_trx: false, meta }
+    }
+
+    /// Decodes one event.
+    pub(crate) async fn event(&mut self, ev: &Event) -> Decoded {
+        let ty = ev.header().event_type_raw();
+        let mut out = Decoded { changes: Vec::new(), boundary: false, rotate: None };
+        let all = |reason: String| vec![Change::All { reason }];
+        match EventType::try_from(ty) {
+            Ok(EventType::TABLE_MAP_EVENT) => match ev.read_event::<TableMapEvent<'_>>() {
+                Ok(tme) => self.table_map(tme.into_owned()).await,
+                Err(e) => out.changes = all(format!("undecodable TABLE_MAP: {e}")),
+            },
+            Ok(
+                EventType::WRITE_ROWS_EVENT_V1
+                | EventType::UPDATE_ROWS_EVENT_V1
+                | EventType::DELETE_ROWS_EVENT_V1
+                | EventType::WRITE_ROWS_EVENT
+                | EventType::UPDATE_ROWS_EVENT
+                | EventType::DELETE_ROWS_EVENT
+                | EventType::PARTIAL_UPDATE_ROWS_EVENT,
+            ) => out.changes = self.rows(ev).await,
+            Ok(EventType::QUERY_EVENT) => match ev.read_event::<QueryEvent<'_>>() {
+                Ok(q) => out.changes = self.query(&q.schema(), &q.query()),
+                Err(e) => out.changes = all(format!("undecodable QUERY: {e}")),
+            },
+            Ok(EventType::XID_EVENT | EventType::XA_PREPARE_LOG_EVENT) => self.in_trx = false,
+            Ok(EventType::ROTATE_EVENT) => out.rotate = rotate(ev),
+            Ok(EventType::INCIDENT_EVENT) => out.changes = all("INCIDENT event (the server lost changes)".into()),
+            Ok(
+                EventType::LOAD_EVENT
+                | EventType::CREATE_FILE_EVENT
+                | EventType::EXEC_LOAD_EVENT
+                | EventType::NEW_LOAD_EVENT
+                | EventType::EXECUTE_LOAD_QUERY_EVENT
+                | EventType::PRE_GA_WRITE_ROWS_EVENT
+                | EventType::PRE_GA_UPDATE_ROWS_EVENT
+                | EventType::PRE_GA_DELETE_ROWS_EVENT,
+            ) => out.changes = all(format!("event type {ty} not interpreted")),
+            // Headers, GTIDs, heartbeats, statement context: nothing changes.
+            Ok(_) => {}
+            Err(_) => match ty {
+                mariadb::GTID => {
+                    // seq_no (8), domain_id (4), flags2 (1).
+                    let standalone = ev.data().get(12).is_some_and(|f| f & mariadb::FL_STANDALONE != 0);
+                    self.in_trx = !standalone;
+                }
+                mariadb::ANNOTATE_ROWS
+                | mariadb::BINLOG_CHECKPOINT
+                | mariadb::GTID_LIST
+                | mariadb::START_ENCRYPTION => {}
+                t if mariadb::ROWS_COMPRESSED.contains(&t) => {
+                    // Same post-header as ROWS events: table id (6 bytes).
+                    let id = ev.data().get(..6).map(|b| b.iter().rev().fold(0u64, |a, &x| a << 8 | x as u64));
+                    out.changes = match id.and_then(|id| self.tables.get(&id)) {
+                        Some(m) => vec![Change::Table { db: m.db.clone(), table: m.table.clone() }],
+                        None => all("compressed rows event of an unknown table".into()),
+                    };
+                }
+                mariadb::QUERY_COMPRESSED => out.changes = all("compressed QUERY event".into()),
+                t => out.changes = all(format!("unknown event type {t}")),
+            },
+        }
+        out.boundary = !self.in_trx;
+        if out.boundary && self.tables.len() > MAX_TABLE_IDS {
+            // Every transaction maps its tables again: forgetting between transactions is safe.
+            self.tables.clear();
+        }
+        out
+    }
+
+    async fn table_map(&mut self, tme: TableMapEvent<'static>) {
+        let id = tme.table_id();
+        if let Some(m) = self.tables.get(&id) {
+            if m.tme == tme {
+                return; // the same definition as last time: keep the shared schema
+            }
+        }
+        let (db, table) = (tme.database_name().into_owned(), tme.table_name().into_owned());
+        let ncols = tme.columns_count() as usize;
+        // FULL metadata without a key field: the table has no primary key.
+        let (mut names, mut pk, mut has_sign) = (None, Vec::new(), false);
+        for field in tme.iter_optional_meta() {
+            match field {
+                Ok(OptionalMetadataField::ColumnName(n)) => {
+                    names =
+                        n.iter_names().map(|c| c.map(|c| c.name().into_owned())).collect::<Result<Vec<_>, _>>().ok();
+                }
+                Ok(OptionalMetadataField::SimplePrimaryKey(k)) => {
+                    pk = k.iter_indexes().filter_map(Result::ok).map(|i| i as usize).collect();
+                }
+                Ok(OptionalMetadataField::PrimaryKeyWithPrefix(k)) => {
+                    pk = k.iter_keys().filter_map(Result::ok).map(|k| k.column_index() as usize).collect();
+                }
+                Ok(OptionalMetadataField::Signedness(_)) => has_sign = true,
+                Ok(_) => {}
+                Err(_) => names = None,
+            }
+        }
+        let mut fix_unsigned = vec![false; ncols];
+        let schema = match names {
+            Some(columns) if columns.len() == ncols && pk.iter().all(|&i| i < ncols) => {
+                Some(Arc::new(TableSchema { columns, primary_key: pk }))
+            }
+            _ => match self.meta.table(&db, &table).await {
+                Some(m) if m.columns.len() == ncols => {
+                    if !has_sign {
+                        fix_unsigned = m.unsigned.clone();
+                    }
+                    Some(schema_of(&m))
+                }
+                _ => None,
+            },
+        };
+        self.tables.insert(id, Mapped { tme, db, table, schema, fix_unsigned });
+    }
+
+    async fn rows(&mut self, ev: &Event) -> Vec<Change> {
+        let re = match ev.read_event_rows() {
+            Ok(re) => re,
+            Err(e) => return vec![Change::All { reason: format!("undecodable ROWS event: {e}") }],
+        };
+        let Some(m) = self.tables.get(&re.table_id()) else {
+            return vec![Change::All { reason: format!("ROWS event for unmapped table id {}", re.table_id()) }];
+        };
+        let table = Change::Table { db: m.db.clone(), table: m.table.clone() };
+        let mut changes = match m.schema.as_ref().and_then(|s| decode_rows(&re, m, s).ok()) {
+            Some(rows) => {
+                let schema = m.schema.clone().expect("decoded with a schema");
+                vec![Change::Rows { db: m.db.clone(), table: m.table.clone(), schema, rows }]
+            }
+            None => vec![table],
+        };
+        // InnoDB applies ON UPDATE/DELETE actions without logging them.
+        if !matches!(re, RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_)) {
+            let (db, t) = (m.db.clone(), m.table.clone());
+            match self.meta.cascades(&db, &t).await {
+                Ok(children) => changes.extend(children.into_iter().map(|(db, table)| Change::Table { db, table })),
+                Err(e) => changes.push(Change::All { reason: format!("foreign keys unknown ({e})") }),
+            }
+        }
+        changes
+    }
+
+    fn query(&mut self, db: &str, sql: &str) -> Vec<Change> {
+        match classify(db, sql) {
+            QueryAction::Begin => self.in_trx = true,
+            QueryAction::End => self.in_trx = false,
+            QueryAction::Ignore => {}
+            QueryAction::Changes(changes) => {
+                for c in &changes {
+                    match c {
+                        Change::Table { db, table } => self.meta.forget(Some((db, table))),
+                        _ => self.meta.forget(None),
+                    }
+                }
+                return changes;
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// File and position of a ROTATE event. The server's fake ROTATE at the start of a dump
+/// comes before any FORMAT_DESCRIPTION, so its checksum (if any) is still in the data.
+fn rotate(ev: &Event) -> Option<(String, u64)> {
+    let d = ev.data();
+    let pos = u64::from_le_bytes(d.get(..8)?.try_into().ok()?);
+    let mut name = &d[8..];
+    if name.len() >= 4 {
+        let h = ev.header();
+        let mut raw = Vec::with_capacity(19 + d.len());
+        raw.extend_from_slice(&h.timestamp().to_le_bytes());
+        raw.push(h.event_type_raw());
+        raw.extend_from_slice(&h.server_id().to_le_bytes());
+        raw.extend_from_slice(&h.event_size().to_le_bytes());
+        raw.extend_from_slice(&h.log_pos().to_le_bytes());
+        raw.extend_from_slice(&h.flags_raw().to_le_bytes());
+        raw.extend_from_slice(&d[..d.len() - 4]);
+        if crc32(&raw).to_le_bytes() == d[d.len() - 4..] {
+            name = &name[..name.len() - 4];
+        }
+    }
+    Some((String::from_utf8_lossy(name).into_owned(), pos))
+}
+
+/// CRC-32 (IEEE), as binlog checksums use (bitwise: only for rare ROTATE events).
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+fn schema_of(m: &TableMeta) -> Arc<TableSchema> {
+    Arc::new(TableSchema { columns: m.columns.clone(), primary_key: m.primary_key.clone() })
+}
+
+/// Helper: read any ROWS event variant.
+trait ReadRows {
+    fn read_event_rows(&self) -> std::io::Result<RowsEventData<'_>>;
+}
+
+impl ReadRows for Event {
+    fn read_event_rows(&self) -> std::io::Result<RowsEventData<'_>> {
+        match self.read_data()? {
+            Some(mysql_async::binlog::events::EventData::RowsEvent(r)) => Ok(r),
+            _ => Err(std::io::Error::other("not a rows event")),
+        }
+    }
+}
+
+/// Every row image of `re`, one value per column; Err if an image lacks a key column.
+fn decode_rows(re: &RowsEventData<'_>, m: &Mapped, schema: &TableSchema) -> Result<Vec<Vec<Value>>, String> {
+    let ncols = schema.columns.len();
+    let mut out = Vec::new();
+    for item in re.rows(&m.tme) {
+        let (before, after) = item.map_err(|e| e.to_string())?;
+        for (img, bits) in [(before, re.columns_before_image()), (after, re.columns_after_image())] {
+            let (Some(img), Some(bits)) = (img, bits) else { continue };
+            let mut vals = img.unwrap().into_iter();
+            let mut row = Vec::with_capacity(ncols);
+            for i in 0..ncols {
+                if !bits.get(i).is_some_and(|b| *b) {
+                    if schema.primary_key.contains(&i) {
+                        return Err("key column missing from a row image".into());
+                    }
+                    row.push(Value::Null);
+                    continue;
+                }
+                let v = vals.next().ok_or("short row image")?;
+                row.push(convert(v, m.fix_unsigned[i], m.tme.get_column_type(i).ok().flatten()));
+            }
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+fn convert(v: BinlogValue<'_>, unsigned: bool, ty: Option<ColumnType>) -> Value {
+    use mysql_async::Value as V;
+    match v {
+        BinlogValue::Value(V::NULL) => Value::Null,
+        BinlogValue::Value(V::Int(i)) if unsigned && i < 0 => {
+            let bits = match ty {
+                Some(ColumnType::MYSQL_TYPE_TINY) => 8,
+                Some(ColumnType::MYSQL_TYPE_SHORT) => 16,
+                Some(ColumnType::MYSQL_TYPE_INT24) => 24,
+                Some(ColumnType::MYSQL_TYPE_LONG) => 32,
+                _ => 64,
+            };
+            Value::UInt(if bits == 64 { i as u64 } else { (i as u64) & ((1u64 << bits) - 1) })
+        }
+        BinlogValue::Value(V::Int(i)) => Value::Int(i),
+        BinlogValue::Value(V::UInt(u)) => Value::UInt(u),
+        BinlogValue::Value(V::Bytes(b)) => Value::Bytes(b),
+        BinlogValue::Value(V::Float(f)) => Value::Other(f.to_string()),
+        BinlogValue::Value(V::Double(f)) => Value::Other(f.to_string()),
+        BinlogValue::Value(V::Date(y, mo, d, h, mi, s, us)) => {
+            Value::Other(format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}"))
+        }
+        BinlogValue::Value(V::Time(neg, d, h, mi, s, us)) => {
+            let sign = if neg { "-" } else { "" };
+            Value::Other(format!("{sign}{:02}:{mi:02}:{s:02}.{us:06}", d * 24 + h as u32))
+        }
+        other => Value::Other(format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crc32_check_value() {
+        assert_eq!(super::crc32(b"123456789"), 0xCBF4_3926);
+    }
+}

@@ -1,0 +1,32 @@
+//! sqlcached's binlog follower: reads a MariaDB or MySQL binlog as a replica (row format)
+//! and reports every change, as it arrives, to a callback.
+//!
+//! ```no_run
+//! let follower = binlog::Follower::spawn(
+//!     binlog::Config {
+//!         backend: "127.0.0.1:3306".into(),
+//!         user: "repl".into(),
+//!         password: "secret".into(),
+//!         server_id: 23633,
+//!     },
+//!     |change| println!("{change:?}"),
+//! );
+//! println!("{:?}", follower.stats());
+//! ```
+//!
+//! The stream starts at the current end of the binlog. `Change::Connected` is reported once
+//! events flow; when the stream breaks, `Change::Disconnected`, then the follower reconnects
+//! (backoff up to 1 s) and resumes after the last transaction it reported (or, if the server
+//! no longer has that binlog file, at the current end after `Change::All`).
+//! Rows events are decoded with the column names and primary key of the TABLE_MAP event's
+//! optional metadata (`binlog_row_metadata=FULL`), else from information_schema.
+
+mod change;
+mod ddl;
+mod decode;
+mod follower;
+mod meta;
+mod session;
+
+pub use change::{Change, TableSchema, Value};
+pub use follower::{Config, Follower, Position, Stats};
