@@ -1,0 +1,276 @@
+//! What the `sqlparser` AST of a digest tells: every table a statement references, and
+//! the key predicates of single-table reads and writes.
+//!
+//! The digest given to the parser numbers its placeholders (`?1`, `?2`, ...), so a
+//! predicate points back at the literal or parameter it compares with.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    AssignmentTarget, BinaryOperator, Expr, FromTable, ObjectName, ObjectNamePart, Query, SetExpr, Statement,
+    TableFactor, TableObject, TableWithJoins, UnaryOperator, Value, Visit, Visitor,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+/// A table as written: database optional (then it is the session's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RelName {
+    pub db: Option<Arc<str>>,
+    pub table: Arc<str>,
+}
+
+/// A reference to slot `n` of the digest, possibly negated (`- ?`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SlotRef {
+    pub slot: u16,
+    pub neg: bool,
+}
+
+/// A constraint on one column that restricts the rows a statement can see or touch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Cons {
+    /// `col = ?`, `col IN (?, ...)`.
+    Points(Vec<SlotRef>),
+    /// Bounds of `BETWEEN`, `<`, `<=`, `>`, `>=` (bool: inclusive).
+    Range(Option<(SlotRef, bool)>, Option<(SlotRef, bool)>),
+}
+
+/// A key-predicate candidate: a top-level conjunct of the WHERE clause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyPred {
+    /// Lower-cased column name.
+    pub column: Arc<str>,
+    pub cons: Cons,
+}
+
+/// What a write lets us narrow to key values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WriteKeys {
+    /// Single-table UPDATE: WHERE candidates and the columns it assigns (lower-cased).
+    Update { preds: Vec<KeyPred>, assigned: Vec<Arc<str>> },
+    /// Single-table DELETE: WHERE candidates.
+    Delete { preds: Vec<KeyPred> },
+    /// Plain INSERT with a column list and VALUES rows (each value a slot or not).
+    Insert { columns: Vec<Arc<str>>, rows: Vec<Vec<Option<SlotRef>>> },
+}
+
+/// Parse a numbered digest; exactly one statement or nothing.
+pub(crate) fn parse(sql: &str) -> Option<Statement> {
+    let mut v = Parser::parse_sql(&MySqlDialect {}, sql).ok()?;
+    if v.len() != 1 {
+        return None;
+    }
+    v.pop()
+}
+
+struct Rels {
+    out: Vec<RelName>,
+    ctes: Vec<String>,
+    bad: bool,
+}
+
+fn rel_name(n: &ObjectName) -> Option<RelName> {
+    let parts: Vec<&str> =
+        n.0.iter()
+            .map(|p| match p {
+                ObjectNamePart::Identifier(i) => Some(i.value.as_str()),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [t] => Some(RelName { db: None, table: (*t).into() }),
+        [d, t] => Some(RelName { db: Some((*d).into()), table: (*t).into() }),
+        _ => None,
+    }
+}
+
+impl Visitor for Rels {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(w) = &q.with {
+            self.ctes.extend(w.cte_tables.iter().map(|c| c.alias.name.value.clone()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+        match f {
+            TableFactor::Table { args: None, .. } | TableFactor::Derived { .. } | TableFactor::NestedJoin { .. } => {}
+            _ => self.bad = true,
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, n: &ObjectName) -> ControlFlow<()> {
+        match rel_name(n) {
+            Some(r) if r.db.is_none() && self.ctes.iter().any(|c| **c == *r.table) => {}
+            Some(r) => self.out.push(r),
+            None => self.bad = true,
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Every table the statement names (CTE names excluded); None if something is not a
+/// plain table (table functions, odd names).
+pub(crate) fn relations(stmt: &Statement) -> Option<Vec<RelName>> {
+    let mut v = Rels { out: Vec::new(), ctes: Vec::new(), bad: false };
+    let _ = stmt.visit(&mut v);
+    if v.bad {
+        return None;
+    }
+    Some(v.out)
+}
+
+fn column(e: &Expr) -> Option<Arc<str>> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.to_ascii_lowercase().into()),
+        Expr::CompoundIdentifier(v) => v.last().map(|i| i.value.to_ascii_lowercase().into()),
+        Expr::Nested(x) => column(x),
+        _ => None,
+    }
+}
+
+fn slot(e: &Expr) -> Option<SlotRef> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(p) => {
+                let n: u16 = p.strip_prefix('?')?.parse().ok()?;
+                Some(SlotRef { slot: n.checked_sub(1)?, neg: false })
+            }
+            _ => None,
+        },
+        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => slot(expr).map(|s| SlotRef { neg: !s.neg, ..s }),
+        Expr::UnaryOp { op: UnaryOperator::Plus, expr } => slot(expr),
+        Expr::Nested(x) => slot(x),
+        _ => None,
+    }
+}
+
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(x) => conjuncts(x, out),
+        _ => out.push(e),
+    }
+}
+
+fn key_pred(e: &Expr) -> Option<KeyPred> {
+    match e {
+        Expr::BinaryOp { left, op, right } => {
+            let (col, s, op) = match (column(left), slot(right)) {
+                (Some(c), Some(s)) => (c, s, op.clone()),
+                _ => {
+                    let flipped = match op {
+                        BinaryOperator::Lt => BinaryOperator::Gt,
+                        BinaryOperator::LtEq => BinaryOperator::GtEq,
+                        BinaryOperator::Gt => BinaryOperator::Lt,
+                        BinaryOperator::GtEq => BinaryOperator::LtEq,
+                        o => o.clone(),
+                    };
+                    (column(right)?, slot(left)?, flipped)
+                }
+            };
+            let cons = match op {
+                BinaryOperator::Eq => Cons::Points(vec![s]),
+                BinaryOperator::Lt => Cons::Range(None, Some((s, false))),
+                BinaryOperator::LtEq => Cons::Range(None, Some((s, true))),
+                BinaryOperator::Gt => Cons::Range(Some((s, false)), None),
+                BinaryOperator::GtEq => Cons::Range(Some((s, true)), None),
+                _ => return None,
+            };
+            Some(KeyPred { column: col, cons })
+        }
+        Expr::InList { expr, list, negated: false } => {
+            let v: Option<Vec<SlotRef>> = list.iter().map(slot).collect();
+            Some(KeyPred { column: column(expr)?, cons: Cons::Points(v?) })
+        }
+        Expr::Between { expr, negated: false, low, high } => Some(KeyPred {
+            column: column(expr)?,
+            cons: Cons::Range(Some((slot(low)?, true)), Some((slot(high)?, true))),
+        }),
+        _ => None,
+    }
+}
+
+fn preds(selection: &Option<Expr>) -> Vec<KeyPred> {
+    let mut cs = Vec::new();
+    if let Some(w) = selection {
+        conjuncts(w, &mut cs);
+    }
+    cs.into_iter().filter_map(key_pred).collect()
+}
+
+fn single_table(t: &TableWithJoins) -> bool {
+    t.joins.is_empty() && matches!(t.relation, TableFactor::Table { args: None, .. })
+}
+
+/// Key-predicate candidates of a read that is one query block over one table.
+pub(crate) fn read_keys(stmt: &Statement) -> Vec<KeyPred> {
+    let Statement::Query(q) = stmt else { return Vec::new() };
+    if q.with.is_some() {
+        return Vec::new();
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else { return Vec::new() };
+    if sel.from.len() != 1 || !single_table(&sel.from[0]) {
+        return Vec::new();
+    }
+    preds(&sel.selection)
+}
+
+/// Key information of a single-table INSERT, UPDATE or DELETE.
+pub(crate) fn write_keys(stmt: &Statement) -> Option<WriteKeys> {
+    match stmt {
+        Statement::Update(u) if u.from.is_none() && single_table(&u.table) => {
+            let mut assigned = Vec::new();
+            for a in &u.assignments {
+                match &a.target {
+                    AssignmentTarget::ColumnName(n) => assigned.push(n.0.last().map(|p| match p {
+                        ObjectNamePart::Identifier(i) => i.value.to_ascii_lowercase().into(),
+                        _ => Arc::from(""),
+                    })?),
+                    AssignmentTarget::Tuple(_) => return None,
+                }
+            }
+            Some(WriteKeys::Update { preds: preds(&u.selection), assigned })
+        }
+        Statement::Delete(d) => {
+            let from = match &d.from {
+                FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+            };
+            if d.tables.len() > 1 || d.using.is_some() || from.len() != 1 || !single_table(&from[0]) {
+                return None;
+            }
+            Some(WriteKeys::Delete { preds: preds(&d.selection) })
+        }
+        Statement::Insert(i) => {
+            if i.replace_into || i.on.is_some() || i.columns.is_empty() || !matches!(i.table, TableObject::TableName(_))
+            {
+                return None;
+            }
+            let SetExpr::Values(v) = i.source.as_ref()?.body.as_ref() else { return None };
+            let columns = i
+                .columns
+                .iter()
+                .map(|c| match c.0.last() {
+                    Some(ObjectNamePart::Identifier(id)) => Some(Arc::from(id.value.to_ascii_lowercase())),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            let rows = v.rows.iter().map(|r| r.iter().map(slot).collect()).collect();
+            Some(WriteKeys::Insert { columns, rows })
+        }
+        _ => None,
+    }
+}
+
+/// Whether the statement is a query (a read).
+pub(crate) fn is_query(stmt: &Statement) -> bool {
+    matches!(stmt, Statement::Query(_))
+}

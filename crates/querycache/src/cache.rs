@@ -1,0 +1,327 @@
+//! [`QueryCache`]: entries in an `engine::Engine`, the tag index, versioned fills,
+//! singleflight, invalidation, online/offline and counters.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use engine::{Engine, EngineConfig, Item};
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::flight::{Flight, Waiter};
+use crate::hash::hash128;
+use crate::index::{Hk, Index, Locked};
+use crate::memo::Memo;
+use crate::schema::SchemaRegistry;
+use crate::stats::{bump, get, Counters, Stats};
+use crate::types::{Invalidation, Key, Source, TableName, Tags};
+
+/// Longest key (statement text and parameters included) that is cached.
+pub(crate) const MAX_KEY: usize = 64 << 10;
+const FLIGHT_SHARDS: usize = 32;
+
+/// In-flight misses by key hash.
+type FlightShard = Mutex<HashMap<Hk, Arc<Flight>>>;
+
+/// The query cache. `Send + Sync`: share one behind an `Arc` between all workers.
+pub struct QueryCache {
+    pub(crate) cfg: Config,
+    pub(crate) engine: Engine,
+    pub(crate) index: Index,
+    pub(crate) memo: Memo,
+    pub(crate) schema: SchemaRegistry,
+    pub(crate) counters: Counters,
+    online: AtomicBool,
+    /// Bumped by every drop-everything; fills started before are refused.
+    epoch: AtomicU64,
+    flights: Box<[FlightShard]>,
+}
+
+/// What `begin_fill` decided.
+pub enum FillStart {
+    /// Run the query, then call [`QueryCache::finish_fill`] (dropping the `Fill`
+    /// unfinished wakes the followers to query themselves).
+    Leader(Fill),
+    /// An identical miss is in flight: await [`Waiter::wait`].
+    Follower(Waiter),
+}
+
+/// A leader's right to store one result.
+pub struct Fill {
+    hk: Hk,
+    key: Vec<u8>,
+    tags: Tags,
+    tables: Vec<TableName>,
+    versions: Vec<u64>,
+    deprecate_eof: bool,
+    flight: Option<Arc<Flight>>,
+    shard: usize,
+}
+
+impl Drop for Fill {
+    /// An unfinished fill (the leader failed or went away) sends its followers to the
+    /// backend; its finished flight entry is replaced by the next miss.
+    fn drop(&mut self) {
+        if let Some(f) = self.flight.take() {
+            f.tx.send_replace(Some(None));
+        }
+    }
+}
+
+impl QueryCache {
+    /// A cache with the given settings (empty, online).
+    pub fn new(cfg: Config) -> QueryCache {
+        // Three quarters of the size hold results, a quarter the tag index (~64 bytes a
+        // reference), so that both together stay within --query-cache-size.
+        let size = cfg.size.max(1 << 20);
+        let engine = Engine::new(EngineConfig {
+            memory_limit: size - size / 4,
+            item_size_max: cfg.limit + MAX_KEY + 64,
+            evict: true,
+            use_cas: false,
+            shards: 64,
+        });
+        let max_refs = (size / 4 / 64).max(1024);
+        QueryCache {
+            engine,
+            index: Index::new(max_refs),
+            memo: Memo::new(16384),
+            schema: SchemaRegistry::default(),
+            counters: Counters::default(),
+            online: AtomicBool::new(true),
+            epoch: AtomicU64::new(0),
+            flights: (0..FLIGHT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            cfg,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The schema registry (filled by the proxy's metadata task).
+    pub fn schema(&self) -> &SchemaRegistry {
+        &self.schema
+    }
+
+    /// Whether lookups and fills are enabled.
+    pub fn is_online(&self) -> bool {
+        self.online.load(Ordering::Acquire)
+    }
+
+    /// Enable or disable lookups and fills; every call drops everything (the server
+    /// goes offline when the binlog stream breaks and online once it flows again).
+    pub fn set_online(&self, on: bool) {
+        let mut l = self.index.lock_all();
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.online.store(on, Ordering::Release);
+        self.index.clear(&mut l);
+        self.engine.flush_all(0);
+    }
+
+    /// The stored reply for `key` (exact bytes, sequence ids from 1), counting a hit.
+    pub fn lookup(&self, key: &Key) -> Option<Vec<u8>> {
+        if !self.is_online() {
+            return None;
+        }
+        let kb = &key.bytes;
+        let out = engine::ops::get(&self.engine, &key.hash, Default::default(), |it| {
+            let v = it?.value();
+            let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
+            (v.get(4..4 + n)? == kb.as_slice()).then(|| v[4 + n..].to_vec())
+        });
+        if out.is_some() {
+            bump(&self.counters.hits);
+        }
+        out
+    }
+
+    fn versions(&self, tables: &[TableName]) -> Vec<u64> {
+        let mut l = self.index.lock(tables.iter());
+        let mut v = Vec::with_capacity(tables.len() + 1);
+        v.push(self.epoch.load(Ordering::Acquire));
+        for t in tables {
+            v.push(l.state(&self.index, t).version);
+        }
+        v
+    }
+
+    /// Start filling `key` after a miss: the first miss leads (queries the backend),
+    /// identical misses that arrive while no invalidation happened follow it.
+    pub fn begin_fill(&self, key: &Key, tags: &Tags) -> FillStart {
+        let mut tables: Vec<TableName> = tags.0.iter().map(|t| t.table.clone()).collect();
+        tables.sort();
+        tables.dedup();
+        let versions = self.versions(&tables);
+        let shard = u64::from_le_bytes(key.hash[8..].try_into().expect("8 bytes")) as usize % FLIGHT_SHARDS;
+        let mut fl = self.flights[shard].lock();
+        if let Some(f) = fl.get(&key.hash) {
+            if *f.key == *key.bytes && f.versions == versions && f.tx.borrow().is_none() {
+                bump(&self.counters.shared_misses);
+                return FillStart::Follower(Waiter { rx: f.tx.subscribe() });
+            }
+        }
+        let flight = Arc::new(Flight::new(&key.bytes, versions.clone()));
+        fl.insert(key.hash, flight.clone());
+        FillStart::Leader(Fill {
+            hk: key.hash,
+            key: key.bytes.clone(),
+            tags: tags.clone(),
+            tables,
+            versions,
+            deprecate_eof: key.bytes.last() == Some(&1),
+            flight: Some(flight),
+            shard,
+        })
+    }
+
+    /// Finish a fill with the backend's reply (None: not cacheable, e.g. the query
+    /// failed). Stores it unless an invalidation raced with it; wakes the followers.
+    pub fn finish_fill(&self, mut fill: Fill, reply: Option<&[u8]>) {
+        let reply = reply.filter(|r| r.len() <= self.cfg.limit && crate::reply::storable(r, fill.deprecate_eof));
+        let Some(reply) = reply else {
+            bump(&self.counters.not_cached);
+            self.end_flight(&mut fill, None);
+            return;
+        };
+        let shared: Arc<[u8]> = reply.into();
+        self.store(&fill, &shared);
+        self.end_flight(&mut fill, Some(shared));
+    }
+
+    fn store(&self, fill: &Fill, reply: &[u8]) {
+        let mut l = self.index.lock(fill.tables.iter());
+        let mut now = Vec::with_capacity(fill.tables.len() + 1);
+        now.push(self.epoch.load(Ordering::Acquire));
+        for t in &fill.tables {
+            now.push(l.state(&self.index, t).version);
+        }
+        if now != fill.versions || !self.is_online() {
+            bump(&self.counters.fills_refused);
+            return;
+        }
+        let mut a = self.engine.access(&fill.hk);
+        let len = (fill.key.len() as u32).to_le_bytes();
+        if a.store(Item::new(&fill.hk, &[&len, &fill.key, reply], 0, 0, a.now())).is_err() {
+            return;
+        }
+        drop(a);
+        bump(&self.counters.inserts);
+        let alive = |h: &Hk| self.engine.access(h).lookup().is_ok();
+        for tag in &fill.tags.0 {
+            if !self.index.add(&mut l, &tag.table, &tag.scope, fill.hk, &alive) {
+                // The index is over its bound: drop this table's entries (fail safe).
+                self.drop_tables(&mut l, &tag.table, None);
+            }
+        }
+    }
+
+    fn end_flight(&self, fill: &mut Fill, outcome: Option<Arc<[u8]>>) {
+        let Some(f) = fill.flight.take() else { return };
+        let mut fl = self.flights[fill.shard].lock();
+        if fl.get(&fill.hk).is_some_and(|x| Arc::ptr_eq(x, &f)) {
+            fl.remove(&fill.hk);
+        }
+        drop(fl);
+        f.tx.send_replace(Some(outcome));
+    }
+
+    /// Drop entries of `t` (keys, or all) with the shard of `t` locked.
+    fn drop_tables(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&[i64]>) {
+        let mut out = Vec::new();
+        self.index.invalidate(l, t, keys, &mut out);
+        self.remove(&out);
+    }
+
+    fn remove(&self, hks: &[Hk]) {
+        for h in hks {
+            self.engine.access(h).remove();
+        }
+    }
+
+    /// Drop every result that may depend on what changed. Results read before this call
+    /// are never stored after it. From the binlog, anything coarser than rows (DDL,
+    /// TRUNCATE, undecodable events, reconnects) also makes the schema registry forget
+    /// the tables concerned, so primary keys are read again.
+    pub fn invalidate(&self, inv: &Invalidation, source: Source) {
+        let c = &self.counters;
+        if source == Source::Binlog && !matches!(inv, Invalidation::Keys { .. }) {
+            self.forget_schema(std::slice::from_ref(inv));
+        }
+        if source == Source::Proxy {
+            bump(&c.invalidations_proxy);
+        }
+        match inv {
+            Invalidation::Keys { db, table, keys } => {
+                if source == Source::Binlog {
+                    bump(&c.invalidations_binlog_rows);
+                }
+                let t = TableName::new(db, table);
+                let mut l = self.index.lock(std::iter::once(&t));
+                self.drop_tables(&mut l, &t, Some(keys));
+            }
+            Invalidation::Table { db, table } => {
+                bump(&c.invalidations_table);
+                let t = TableName::new(db, table);
+                let mut l = self.index.lock(std::iter::once(&t));
+                self.drop_tables(&mut l, &t, None);
+            }
+            Invalidation::Database { db } => {
+                bump(&c.invalidations_table);
+                let mut l = self.index.lock_all();
+                let mut out = Vec::new();
+                self.index.invalidate_db(&mut l, db, &mut out);
+                self.remove(&out);
+            }
+            Invalidation::All => {
+                bump(&c.invalidations_all);
+                let mut l = self.index.lock_all();
+                self.epoch.fetch_add(1, Ordering::AcqRel);
+                self.index.clear(&mut l);
+                self.engine.flush_all(0);
+            }
+        }
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let e = self.engine.stats();
+        Stats {
+            hits: get(&c.hits),
+            inserts: get(&c.inserts),
+            not_cached: get(&c.not_cached),
+            lowmem_prunes: e.items.evictions,
+            queries_in_cache: e.items.curr_items,
+            invalidations_proxy: get(&c.invalidations_proxy),
+            invalidations_binlog_rows: get(&c.invalidations_binlog_rows),
+            invalidations_table: get(&c.invalidations_table),
+            invalidations_all: get(&c.invalidations_all),
+            fills_refused: get(&c.fills_refused),
+            shared_misses: get(&c.shared_misses),
+            online: self.is_online(),
+            bytes: e.bytes as u64,
+        }
+    }
+
+    /// References held by the tag index (bounded).
+    pub fn index_refs(&self) -> usize {
+        self.index.refs()
+    }
+}
+
+/// Build a key: session prefix, protocol, statement, parameters, then the reply format.
+pub(crate) fn make_key(prefix: &[u8], binary: bool, text: &[u8], params: &[u8], deprecate_eof: bool) -> Key {
+    let mut b = Vec::with_capacity(prefix.len() + text.len() + params.len() + 16);
+    b.extend_from_slice(prefix);
+    b.push(binary as u8);
+    b.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    b.extend_from_slice(text);
+    b.extend_from_slice(&(params.len() as u32).to_le_bytes());
+    b.extend_from_slice(params);
+    b.push(deprecate_eof as u8);
+    let hash = hash128(&b);
+    Key { bytes: b, hash }
+}

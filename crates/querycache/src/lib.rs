@@ -1,0 +1,77 @@
+//! sqlcached's transparent MySQL query cache: pure logic, no I/O.
+//!
+//! The proxy (`crates/server/src/mysql/`) drives it; `Send + Sync`, share one
+//! [`QueryCache`] behind an `Arc`. No global lock on the hit path: a hit is one lexer
+//! pass, one memo lookup (sharded), one key hash and one engine shard lock.
+//!
+//! # API
+//! ```text
+//! QueryCache::new(Config { size, limit, mode })           Mode::{On, Demand, Off}
+//! cache.session(user, db, charset, capabilities) -> Session   (one per client connection;
+//!                                                      capabilities: u64, MariaDB ext. caps in bits 32..)
+//! cache.on_query(&mut s, sql) -> Plan                   COM_QUERY
+//! cache.prepare(&s, sql) -> Arc<Prepared>               COM_STMT_PREPARE (keep per statement id)
+//! cache.on_execute(&mut s, &p, raw_params, &params, allow_cache) -> Plan   COM_STMT_EXECUTE
+//! cache.on_init_db(&mut s, db)                          COM_INIT_DB (applied on the OK)
+//! cache.on_reply(&mut s, status_flags, ok)              every backend reply (and the auth OK),
+//!                                                      before the client sees it
+//! cache.on_backend_lost(&mut s)                         backend connection broke
+//! cache.lookup(&key) -> Option<Vec<u8>>                 exact reply bytes (seq ids from 1)
+//! cache.begin_fill(&key, &tags) -> FillStart            Leader(Fill) | Follower(Waiter)
+//! cache.finish_fill(fill, Option<&[u8]>)                None: not cacheable (wakes followers)
+//! waiter.wait().await -> Option<Arc<[u8]>>              None: query the backend yourself
+//! cache.invalidate(&Invalidation, Source)               binlog changes (and anything else)
+//! cache.set_online(bool)                                binlog connected / broken; drops all
+//! cache.schema() -> &SchemaRegistry                     wanted(), wanted_notify(), set_table(),
+//!                                                      forget()
+//! cache.stats() -> Stats
+//! ```
+//! `Plan::Cached { key, tags }`: lookup; on a miss begin_fill, forward, finish_fill.
+//! `Plan::Forward { .. }`: forward. `Plan::Write(invs)`: forward; `on_reply` applies
+//! `invs` (the proxy need not call `invalidate` for them; doing so is harmless).
+//!
+//! # Modules
+//! - `lexer`: one-pass lexer, digest (literals → `?`) and slots;
+//! - `memo`: digest → analysis, bounded; `analyze` / `setstmt` / `ast`: the
+//!   analysis (token rules, then `sqlparser` for table references and key predicates);
+//! - `funcs`: deterministic / non-deterministic function lists;
+//! - [`session`]: per-connection state; `plan`: statement → [`Plan`];
+//! - `cache`: entries in an `engine::Engine`, versioned fills, singleflight
+//!   ([`flight`]), invalidation; `index`: the tag index; `reply`: storable replies;
+//! - [`schema`]: the schema registry; [`stats`]: counters.
+
+mod analyze;
+mod ast;
+mod cache;
+pub mod config;
+pub mod flight;
+mod funcs;
+mod hash;
+mod index;
+mod lexer;
+mod memo;
+mod plan;
+mod reply;
+pub mod schema;
+pub mod session;
+mod setstmt;
+pub mod stats;
+pub mod types;
+mod writes;
+
+pub use cache::{Fill, FillStart, QueryCache};
+pub use config::{Config, Mode};
+pub use flight::Waiter;
+pub use plan::Prepared;
+pub use schema::{PkColumn, SchemaRegistry, TableInfo};
+pub use session::Session;
+pub use stats::Stats;
+pub use types::{Invalidation, Key, Param, Plan, Scope, Source, TableName, Tag, Tags};
+
+#[cfg(test)]
+fn _assert_send_sync() {
+    fn ok<T: Send + Sync>() {}
+    ok::<QueryCache>();
+    ok::<Session>();
+    ok::<Fill>();
+}

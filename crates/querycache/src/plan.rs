@@ -1,0 +1,379 @@
+//! From statement to [`Plan`]: the session-dependent half of the analysis (resolving
+//! tables against the session database and the schema registry, key tags, cache keys,
+//! session changes) and the reply-time bookkeeping.
+
+use std::sync::Arc;
+
+use crate::analyze::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
+use crate::ast::{Cons, KeyPred, RelName, SlotRef};
+use crate::cache::{make_key, QueryCache, MAX_KEY};
+use crate::config::Mode;
+use crate::lexer::{self, Slot, SlotValue};
+use crate::session::{Change, Session, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::stats::bump;
+use crate::types::{Invalidation, Param, Plan, Scope, Source, TableName, Tag, Tags};
+use crate::writes::{untrackable_var, write_keys};
+
+/// Largest IN list / range expanded into key points.
+pub(crate) const MAX_POINTS: usize = 1024;
+const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
+const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "information_schema", "performance_schema", "sys"];
+
+/// A prepared statement's analysis, kept by the proxy per statement id.
+#[derive(Debug)]
+pub struct Prepared {
+    analysis: Arc<Analysis>,
+    slots: Vec<Slot>,
+    text: Box<[u8]>,
+    /// The session database when it was prepared (tables resolve against it).
+    db: Option<Arc<str>>,
+    malformed: bool,
+}
+
+impl Prepared {
+    /// Number of `?` parameters the lexer saw.
+    pub fn param_count(&self) -> usize {
+        self.slots.iter().filter(|s| matches!(s.value, SlotValue::Param(_))).count()
+    }
+}
+
+/// Where the values of a statement come from.
+pub(crate) struct Values<'a> {
+    text: &'a [u8],
+    slots: &'a [Slot],
+    params: &'a [Param],
+}
+
+impl Values<'_> {
+    pub(crate) fn int(&self, r: SlotRef) -> Option<i64> {
+        let v = match self.slots.get(r.slot as usize)?.value {
+            SlotValue::Int(v) => v,
+            SlotValue::Param(n) => match self.params.get(n as usize)? {
+                Param::Int(v) => *v,
+                Param::UInt(u) => i64::try_from(*u).ok()?,
+                _ => return None,
+            },
+            SlotValue::Other => return None,
+        };
+        if r.neg {
+            v.checked_neg()
+        } else {
+            Some(v)
+        }
+    }
+
+    /// A literal's text as written (None for a parameter).
+    fn text(&self, r: SlotRef) -> Option<Vec<u8>> {
+        let s = self.slots.get(r.slot as usize)?;
+        if matches!(s.value, SlotValue::Param(_)) {
+            return None;
+        }
+        let mut v = Vec::new();
+        if r.neg {
+            v.push(b'-');
+        }
+        v.extend_from_slice(&self.text[s.start as usize..s.end as usize]);
+        Some(v)
+    }
+
+    /// The rows a key predicate allows, as a scope.
+    fn scope(&self, p: &KeyPred) -> Option<Scope> {
+        match &p.cons {
+            Cons::Points(v) => {
+                if v.len() > MAX_POINTS {
+                    return None;
+                }
+                let mut pts: Vec<i64> = v.iter().map(|r| self.int(*r)).collect::<Option<_>>()?;
+                pts.sort_unstable();
+                pts.dedup();
+                Some(Scope::Points(pts))
+            }
+            Cons::Range(lo, hi) => {
+                let lo = match lo {
+                    None => i64::MIN,
+                    Some((r, true)) => self.int(*r)?,
+                    Some((r, false)) => self.int(*r)?.checked_add(1)?,
+                };
+                let hi = match hi {
+                    None => i64::MAX,
+                    Some((r, true)) => self.int(*r)?,
+                    Some((r, false)) => self.int(*r)?.checked_sub(1)?,
+                };
+                Some(Scope::Range(lo, hi))
+            }
+        }
+    }
+
+    /// The first key predicate on `pk` that resolves to a scope.
+    pub(crate) fn key_scope(&self, preds: &[KeyPred], pk: &str) -> Option<Scope> {
+        preds.iter().filter(|p| &*p.column == pk).find_map(|p| self.scope(p))
+    }
+}
+
+fn resolve(r: &RelName, db: Option<&Arc<str>>) -> Option<TableName> {
+    let db = r.db.clone().or_else(|| db.cloned())?;
+    Some(TableName { db, table: r.table.clone() })
+}
+
+impl QueryCache {
+    /// State for a new client connection, after authentication. `capabilities` are the
+    /// negotiated flags (MariaDB's extended capabilities in bits 32..63).
+    pub fn session(&self, user: &str, db: Option<&str>, charset: u8, capabilities: u64) -> Session {
+        Session::new(user, db, charset, capabilities)
+    }
+
+    /// What to do with a `COM_QUERY`.
+    pub fn on_query(&self, s: &mut Session, sql: &[u8]) -> Plan {
+        let lx = lexer::digest(sql);
+        let a = self.memo.get(&lx.digest);
+        let v = Values { text: sql, slots: &lx.slots, params: &[] };
+        let db = s.db.clone();
+        self.plan(s, &a, &v, lx.malformed, db.as_ref(), false, &[])
+    }
+
+    /// `COM_STMT_PREPARE`: analyse the statement text once; keep the result per
+    /// statement id for [`QueryCache::on_execute`].
+    pub fn prepare(&self, s: &Session, sql: &[u8]) -> Arc<Prepared> {
+        let lx = lexer::digest(sql);
+        let analysis = self.memo.get(&lx.digest);
+        Arc::new(Prepared { analysis, slots: lx.slots, text: sql.into(), db: s.db.clone(), malformed: lx.malformed })
+    }
+
+    /// `COM_STMT_EXECUTE`. `raw_params`: the bytes after the 9-byte header (null bitmap,
+    /// new-params-bound flag, the parameter types in effect, values; when the client did
+    /// not resend the types the proxy inserts the ones it remembers); `params`: the
+    /// decoded values. `allow_cache`: false for executions with long data or a cursor.
+    pub fn on_execute(
+        &self,
+        s: &mut Session,
+        p: &Prepared,
+        raw_params: &[u8],
+        params: &[Param],
+        allow_cache: bool,
+    ) -> Plan {
+        let v = Values { text: &p.text, slots: &p.slots, params };
+        if !allow_cache {
+            if let Kind::Read(_) = p.analysis.kind {
+                bump(&self.counters.not_cached);
+                return Plan::Forward { not_cached: true };
+            }
+        }
+        if let Kind::Set(_) | Kind::Use(_) = p.analysis.kind {
+            s.disabled = Some("prepared SET");
+            return Plan::Forward { not_cached: false };
+        }
+        self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params)
+    }
+
+    /// `COM_INIT_DB`: the new database applies once the backend answers OK.
+    pub fn on_init_db(&self, s: &mut Session, db: &str) {
+        s.pending_change = Some(Change::Db(db.into()));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        s: &mut Session,
+        a: &Analysis,
+        v: &Values<'_>,
+        malformed: bool,
+        db: Option<&Arc<str>>,
+        binary: bool,
+        raw_params: &[u8],
+    ) -> Plan {
+        match &a.kind {
+            Kind::Read(_) | Kind::NotCacheable(_) if malformed => self.not_cached(),
+            _ if malformed => self.write_plan(s, vec![Invalidation::All], false),
+            Kind::Read(r) => self.read_plan(s, r, v, db, binary, raw_params),
+            Kind::NotCacheable(_) => self.not_cached(),
+            Kind::Write(w) => {
+                let invs = self.write_invalidations(w, v, db);
+                self.write_plan(s, invs, w.ddl)
+            }
+            Kind::Txn | Kind::Other => Plan::Forward { not_cached: false },
+            Kind::Untrackable(r) => {
+                s.disabled = Some(r);
+                Plan::Forward { not_cached: false }
+            }
+            Kind::Use(d) => {
+                s.pending_change = Some(Change::Db(d.clone()));
+                Plan::Forward { not_cached: false }
+            }
+            Kind::Set(items) => {
+                let mut vars = Vec::new();
+                for it in items {
+                    let mut val = Vec::new();
+                    for (i, part) in it.value.iter().enumerate() {
+                        if i > 0 {
+                            val.push(b' ');
+                        }
+                        match part {
+                            SetValue::Word(w) => val.extend_from_slice(w.as_bytes()),
+                            SetValue::Slot(r) => match v.text(*r) {
+                                Some(t) => val.extend_from_slice(&t),
+                                None => {
+                                    s.disabled = Some("SET with a parameter");
+                                    return Plan::Forward { not_cached: false };
+                                }
+                            },
+                        }
+                    }
+                    if let Some(r) = untrackable_var(&it.name, &val) {
+                        s.disabled = Some(r);
+                        return Plan::Forward { not_cached: false };
+                    }
+                    if &*it.name != "autocommit" {
+                        vars.push((it.name.clone(), val));
+                    }
+                }
+                s.pending_change = Some(Change::Vars(vars));
+                Plan::Forward { not_cached: false }
+            }
+        }
+    }
+
+    fn not_cached(&self) -> Plan {
+        if self.cfg.mode != Mode::Off {
+            bump(&self.counters.not_cached);
+        }
+        Plan::Forward { not_cached: true }
+    }
+
+    fn read_plan(
+        &self,
+        s: &Session,
+        r: &ReadInfo,
+        v: &Values<'_>,
+        db: Option<&Arc<str>>,
+        binary: bool,
+        raw_params: &[u8],
+    ) -> Plan {
+        if self.cfg.mode == Mode::Off || !self.is_online() {
+            return Plan::Forward { not_cached: false };
+        }
+        if s.disabled.is_some() || s.in_transaction() || (self.cfg.mode == Mode::Demand && !r.sql_cache) {
+            return self.not_cached();
+        }
+        let mut tags = Vec::with_capacity(r.tables.len());
+        let single = r.tables.len() == 1;
+        for rel in &r.tables {
+            let Some(t) = resolve(rel, db) else { return self.not_cached() };
+            if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(&t.db)) {
+                return self.not_cached();
+            }
+            let Some(known) = self.schema.lookup(&t) else { return self.not_cached() };
+            if !known.base_table {
+                return self.not_cached();
+            }
+            let scope = match (&known.int_pk, single) {
+                (Some(pk), true) => v.key_scope(&r.preds, pk).unwrap_or(Scope::Table),
+                _ => Scope::Table,
+            };
+            tags.push(Tag { table: t, scope });
+        }
+        if v.text.len() + raw_params.len() + s.prefix.len() > MAX_KEY {
+            return self.not_cached();
+        }
+        let key = make_key(&s.prefix, binary, v.text, raw_params, s.deprecate_eof());
+        Plan::Cached { key, tags: Tags(tags) }
+    }
+
+    fn write_invalidations(&self, w: &WriteInfo, v: &Values<'_>, db: Option<&Arc<str>>) -> Vec<Invalidation> {
+        let rels = match &w.targets {
+            Targets::All => return vec![Invalidation::All],
+            Targets::Database(d) => {
+                return match d.clone().or_else(|| db.cloned()) {
+                    Some(db) => vec![Invalidation::Database { db: db.to_string() }],
+                    None => vec![Invalidation::All],
+                }
+            }
+            Targets::Tables(t) => t,
+        };
+        let mut out = Vec::with_capacity(rels.len());
+        for rel in rels {
+            let Some(t) = resolve(rel, db) else { return vec![Invalidation::All] };
+            let keys = match (&w.keys, rels.len()) {
+                (Some(k), 1) => self.schema.lookup(&t).and_then(|known| write_keys(k, v, known.int_pk.as_deref()?)),
+                _ => None,
+            };
+            out.push(match keys {
+                Some(keys) => Invalidation::Keys { db: t.db.to_string(), table: t.table.to_string(), keys },
+                None => Invalidation::Table { db: t.db.to_string(), table: t.table.to_string() },
+            });
+        }
+        out
+    }
+
+    fn write_plan(&self, s: &mut Session, invs: Vec<Invalidation>, ddl: bool) -> Plan {
+        s.pending_write.extend(invs.iter().cloned());
+        s.pending_ddl |= ddl;
+        Plan::Write(invs)
+    }
+
+    /// Every backend reply's final status flags (`ok`: OK/EOF, `false`: ERR, flags then
+    /// ignored). Applies the pending writes' invalidations (call it before the client
+    /// sees the reply), pending session changes (on OK), and, when the transaction has
+    /// ended, invalidates again what it wrote. Also call it with the authentication OK.
+    /// Calls for intermediate results of a multi-result reply (SERVER_MORE_RESULTS_EXISTS
+    /// set) are ignored: pending writes apply when the whole reply has arrived.
+    pub fn on_reply(&self, s: &mut Session, status_flags: u16, ok: bool) {
+        if ok && status_flags & SERVER_MORE_RESULTS_EXISTS != 0 {
+            return;
+        }
+        let writes = std::mem::take(&mut s.pending_write);
+        for inv in &writes {
+            self.invalidate(inv, Source::Proxy);
+        }
+        if std::mem::take(&mut s.pending_ddl) {
+            self.forget_schema(&writes);
+        }
+        let change = s.pending_change.take();
+        if !ok {
+            // Unknown transaction state (a deadlock rolls back): invalidate again, keep.
+            for inv in &s.txn_writes {
+                self.invalidate(inv, Source::Proxy);
+            }
+            if s.in_transaction() {
+                s.txn_writes.extend(writes);
+            }
+            return;
+        }
+        if let Some(c) = change {
+            s.apply(c);
+        }
+        s.in_txn = status_flags & SERVER_STATUS_IN_TRANS != 0;
+        s.autocommit = status_flags & SERVER_STATUS_AUTOCOMMIT != 0;
+        // The IN_TRANS flag (also set under autocommit=0 once a statement ran) tells
+        // when the transaction ends.
+        if s.in_txn {
+            s.txn_writes.extend(writes);
+        } else {
+            for inv in std::mem::take(&mut s.txn_writes) {
+                self.invalidate(&inv, Source::Proxy);
+            }
+        }
+    }
+
+    /// The backend connection broke (the fate of an open transaction or a pending
+    /// write is unknown): invalidate everything the session may have written.
+    pub fn on_backend_lost(&self, s: &mut Session) {
+        for inv in std::mem::take(&mut s.pending_write).iter().chain(std::mem::take(&mut s.txn_writes).iter()) {
+            self.invalidate(inv, Source::Proxy);
+        }
+        s.pending_change = None;
+        s.in_txn = false;
+    }
+
+    /// Forget the registry's knowledge of what `invs` name (after DDL).
+    pub(crate) fn forget_schema(&self, invs: &[Invalidation]) {
+        for inv in invs {
+            match inv {
+                Invalidation::Keys { db, table, .. } | Invalidation::Table { db, table } => {
+                    self.schema.forget(db, table)
+                }
+                Invalidation::Database { db } => self.schema.forget_database(db),
+                Invalidation::All => self.schema.clear(),
+            }
+        }
+    }
+}

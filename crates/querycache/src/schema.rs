@@ -1,0 +1,147 @@
+//! The schema registry: which tables are base tables and what their primary keys are.
+//!
+//! The proxy's metadata task fills it from `information_schema`; until a table is known,
+//! statements on it are not cached, and the table is queued in [`SchemaRegistry::wanted`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
+
+use crate::types::TableName;
+
+/// One primary-key column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PkColumn {
+    /// Column name.
+    pub name: String,
+    /// Whether its type is an integer type (TINYINT .. BIGINT, signed or not).
+    pub integer: bool,
+}
+
+/// What the registry knows about one table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableInfo {
+    /// A base table (`false`: a view, a sequence, or a table that does not exist).
+    pub base_table: bool,
+    /// Primary-key columns in key order (empty: none).
+    pub primary_key: Vec<PkColumn>,
+}
+
+impl TableInfo {
+    /// A base table with the given primary key.
+    pub fn base(primary_key: Vec<PkColumn>) -> TableInfo {
+        TableInfo { base_table: true, primary_key }
+    }
+
+    /// A view, or a table that does not exist: never cached.
+    pub fn not_base() -> TableInfo {
+        TableInfo { base_table: false, primary_key: Vec::new() }
+    }
+
+    /// The single integer primary-key column, lower-cased, if the key is exactly that.
+    fn int_pk(&self) -> Option<Arc<str>> {
+        match self.primary_key.as_slice() {
+            [c] if c.integer => Some(c.name.to_ascii_lowercase().into()),
+            _ => None,
+        }
+    }
+}
+
+/// A known table, as the hot path needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Known {
+    pub base_table: bool,
+    /// Lower-cased name of the single integer primary-key column.
+    pub int_pk: Option<Arc<str>>,
+}
+
+const SHARDS: usize = 16;
+/// Most tables queued for the metadata task at once.
+const MAX_WANTED: usize = 4096;
+
+/// (db, table) → [`TableInfo`], sharded for concurrent readers.
+pub struct SchemaRegistry {
+    shards: Box<[RwLock<HashMap<TableName, Known>>]>,
+    wanted: Mutex<HashSet<TableName>>,
+    notify: Notify,
+}
+
+impl Default for SchemaRegistry {
+    fn default() -> Self {
+        SchemaRegistry {
+            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+            wanted: Mutex::new(HashSet::new()),
+            notify: Notify::new(),
+        }
+    }
+}
+
+impl SchemaRegistry {
+    fn shard(&self, t: &TableName) -> &RwLock<HashMap<TableName, Known>> {
+        let h = crate::hash::hash64(t.db.as_bytes()) ^ crate::hash::hash64(t.table.as_bytes()).rotate_left(17);
+        &self.shards[(h as usize) % SHARDS]
+    }
+
+    /// What is known about a table; an unknown table is queued for the metadata task.
+    pub(crate) fn lookup(&self, t: &TableName) -> Option<Known> {
+        if let Some(k) = self.shard(t).read().get(t) {
+            return Some(k.clone());
+        }
+        let mut w = self.wanted.lock();
+        // Bounded: without a metadata task draining it, names must not pile up.
+        if w.len() < MAX_WANTED && w.insert(t.clone()) {
+            self.notify.notify_one();
+        }
+        None
+    }
+
+    /// Record what the metadata task learned about a table.
+    pub fn set_table(&self, db: &str, table: &str, info: TableInfo) {
+        let t = TableName::new(db, table);
+        let known = Known { base_table: info.base_table, int_pk: info.int_pk() };
+        self.wanted.lock().remove(&t);
+        self.shard(&t).write().insert(t, known);
+    }
+
+    /// Forget a table (after DDL on it); the next statement on it asks for it again.
+    pub fn forget(&self, db: &str, table: &str) {
+        let t = TableName::new(db, table);
+        self.shard(&t).write().remove(&t);
+    }
+
+    /// Forget every table of a database.
+    pub fn forget_database(&self, db: &str) {
+        for s in self.shards.iter() {
+            s.write().retain(|t, _| &*t.db != db);
+        }
+    }
+
+    /// Forget everything.
+    pub fn clear(&self) {
+        for s in self.shards.iter() {
+            s.write().clear();
+        }
+    }
+
+    /// Take the tables statements asked for that the registry does not know yet.
+    pub fn wanted(&self) -> Vec<TableName> {
+        let mut w = self.wanted.lock();
+        let v: Vec<TableName> = w.iter().cloned().collect();
+        w.clear();
+        v
+    }
+
+    /// Wakes the metadata task when [`SchemaRegistry::wanted`] has something
+    /// (`registry.wanted_notify().notified().await`).
+    pub fn wanted_notify(&self) -> &Notify {
+        &self.notify
+    }
+
+    /// What the registry knows about a table (without queueing it).
+    pub fn get(&self, db: &str, table: &str) -> Option<(bool, Option<String>)> {
+        let t = TableName::new(db, table);
+        self.shard(&t).read().get(&t).map(|k| (k.base_table, k.int_pk.as_deref().map(str::to_string)))
+    }
+}

@@ -1,0 +1,60 @@
+//! Counters, named as MariaDB's query cache status variables.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A snapshot of the query cache counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Results served from the cache (`Qcache_hits`).
+    pub hits: u64,
+    /// Results stored (`Qcache_inserts`).
+    pub inserts: u64,
+    /// Reads that could not be cached (`Qcache_not_cached`).
+    pub not_cached: u64,
+    /// Results evicted for lack of memory (`Qcache_lowmem_prunes`).
+    pub lowmem_prunes: u64,
+    /// Results held now (`Qcache_queries_in_cache`).
+    pub queries_in_cache: u64,
+    /// Invalidations caused by writes through the proxy.
+    pub invalidations_proxy: u64,
+    /// Key-level invalidations from binlog row events.
+    pub invalidations_binlog_rows: u64,
+    /// Table-level invalidations (any source).
+    pub invalidations_table: u64,
+    /// Drop-everything invalidations (any source, including going offline).
+    pub invalidations_all: u64,
+    /// Fills refused because an invalidation raced with them.
+    pub fills_refused: u64,
+    /// Misses that waited for an identical in-flight miss instead of querying.
+    pub shared_misses: u64,
+    /// Whether lookups and fills are enabled (binlog connected).
+    pub online: bool,
+    /// Bytes of memory used by results.
+    pub bytes: u64,
+}
+
+/// Live counters (relaxed atomics; each is independent).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub hits: AtomicU64,
+    pub inserts: AtomicU64,
+    pub not_cached: AtomicU64,
+    pub invalidations_proxy: AtomicU64,
+    pub invalidations_binlog_rows: AtomicU64,
+    pub invalidations_table: AtomicU64,
+    pub invalidations_all: AtomicU64,
+    pub fills_refused: AtomicU64,
+    pub shared_misses: AtomicU64,
+}
+
+/// Add one to a counter.
+#[inline]
+pub(crate) fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Read a counter.
+#[inline]
+pub(crate) fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
