@@ -168,6 +168,20 @@ pub fn rewrite_handshake_capabilities(payload: &mut [u8], clear: u32, set: u32) 
     Ok(())
 }
 
+/// Clears the MariaDB extended capability bits in `clear` (`MARIADB_CLIENT_*`) of an
+/// Initial Handshake v10 payload in place. Servers that are not MariaDB (`CLIENT_MYSQL`
+/// set) or payloads without the reserved bytes are left alone.
+pub fn rewrite_handshake_mariadb_capabilities(payload: &mut [u8], clear: u32) -> Result<(), Error> {
+    let hs = HandshakeV10::parse(payload)?;
+    let Some(ext) = hs.mariadb_capabilities() else { return Ok(()) };
+    // low caps, charset, status, high caps, data length, then 6 reserved bytes.
+    let at = 1 + hs.server_version.len() + 1 + 4 + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 6;
+    if let Some(b) = payload.get_mut(at..at + 4) {
+        b.copy_from_slice(&(ext & !clear).to_le_bytes());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +234,9 @@ mod tests {
         rewrite_handshake_capabilities(&mut inplace, CLIENT_SSL | CLIENT_COMPRESS, 0).unwrap();
         assert_eq!(inplace, out);
         rewrite_handshake_capabilities(&mut inplace, CLIENT_QUERY_ATTRIBUTES, 0).unwrap();
+        let before = inplace.clone();
+        rewrite_handshake_mariadb_capabilities(&mut inplace, u32::MAX).unwrap(); // MySQL: no-op
+        assert_eq!(inplace, before);
         assert_eq!(HandshakeV10::parse(&inplace).unwrap().capabilities & CLIENT_QUERY_ATTRIBUTES, 0);
     }
 
@@ -233,6 +250,11 @@ mod tests {
         p.pop(); // plugin name without NUL (MySQL bug #59453)
         let hs = HandshakeV10::parse(&p).unwrap();
         assert_eq!(hs.mariadb_capabilities(), Some(0x1d));
+        let mut q = p.clone();
+        rewrite_handshake_mariadb_capabilities(&mut q, MARIADB_CLIENT_PROGRESS | MARIADB_CLIENT_CACHE_METADATA)
+            .unwrap();
+        assert_eq!(HandshakeV10::parse(&q).unwrap().mariadb_capabilities(), Some(0x0c));
+        assert_eq!(HandshakeV10::parse(&q).unwrap().auth_plugin_name, hs.auth_plugin_name);
         assert_eq!(hs.auth_plugin_name, Some(&b"caching_sha2_password"[..]));
     }
 

@@ -228,6 +228,24 @@ pub(crate) fn write_connect_attrs(out: &mut Vec<u8>, attrs: &[(&[u8], &[u8])]) {
     out.extend_from_slice(&block);
 }
 
+/// Rewrites the capabilities of a HandshakeResponse41 (or SSLRequest) payload in place:
+/// clears `clear` in the capability flags and, when `CLIENT_MYSQL` is clear (a MariaDB
+/// client), `clear_mariadb` in the extended capabilities. Nothing else changes, so the
+/// auth data is forwarded intact.
+pub fn rewrite_response_capabilities(payload: &mut [u8], clear: u32, clear_mariadb: u32) -> Result<(), Error> {
+    if payload.len() < SSL_REQUEST_LEN {
+        return Err(Error::Truncated("handshake response"));
+    }
+    let caps = u32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]);
+    payload[..4].copy_from_slice(&(caps & !clear).to_le_bytes());
+    if caps & CLIENT_MYSQL == 0 {
+        let ext = &mut payload[28..32];
+        let v = u32::from_le_bytes([ext[0], ext[1], ext[2], ext[3]]) & !clear_mariadb;
+        ext.copy_from_slice(&v.to_le_bytes());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +269,21 @@ mod tests {
             },
             zstd_compression_level: (caps & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0).then_some(7),
         }
+    }
+
+    #[test]
+    fn rewrites_capabilities_in_place() {
+        let caps = BASE | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH | CLIENT_QUERY_ATTRIBUTES;
+        let mut resp = sample(caps & !CLIENT_LONG_PASSWORD); // a MariaDB client
+        resp.reserved[19..].copy_from_slice(&0x1fu32.to_le_bytes());
+        let mut out = Vec::new();
+        resp.write(&mut out);
+        rewrite_response_capabilities(&mut out, CLIENT_QUERY_ATTRIBUTES, MARIADB_CLIENT_PROGRESS).unwrap();
+        let back = HandshakeResponse41::parse(&out).unwrap();
+        assert_eq!(back.capabilities, resp.capabilities & !CLIENT_QUERY_ATTRIBUTES);
+        assert_eq!(back.mariadb_capabilities(), Some(0x1e));
+        assert_eq!((back.user, back.auth_response), (resp.user, resp.auth_response));
+        assert!(rewrite_response_capabilities(&mut [0; 10], 0, 0).is_err());
     }
 
     #[test]

@@ -59,9 +59,10 @@ pub use auth::{AuthPacket, AuthSwitchRequest, CachingSha2Status};
 pub use command::{BoundParam, ChangeUser, Command, ExecuteParams, Query, StmtExecute};
 pub use error::Error;
 pub use flags::*;
-pub use handshake::{rewrite_handshake_capabilities, HandshakeV10};
+pub use handshake::{rewrite_handshake_capabilities, rewrite_handshake_mariadb_capabilities, HandshakeV10};
 pub use handshake_response::{
-    is_ssl_request, parse_client_handshake, ClientHandshake, HandshakeResponse41, SslRequest,
+    is_ssl_request, parse_client_handshake, rewrite_response_capabilities, ClientHandshake, HandshakeResponse41,
+    SslRequest,
 };
 pub use lenenc::{parse_lenenc_int, parse_lenenc_str, write_lenenc_int, write_lenenc_str};
 pub use packet::{parse_message, parse_packet, write_packet, Message, Packet, MAX_PACKET_PAYLOAD};

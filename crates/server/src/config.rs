@@ -95,6 +95,8 @@ pub struct Config {
     pub durability_set: bool,
     /// `--flush-interval-ms` was given.
     pub flush_interval_set: bool,
+    /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
+    pub mysql: crate::mysql::config::MysqlConfig,
 }
 
 impl Default for Config {
@@ -132,6 +134,7 @@ impl Default for Config {
             containers: None,
             durability_set: false,
             flush_interval_set: false,
+            mysql: Default::default(),
         }
     }
 }
@@ -332,6 +335,10 @@ impl Config {
                 }
                 Long("data-dir-recover") => c.data_dir_recover = true,
                 Long("containers") => c.containers = Some(val(&mut p)?),
+                Long(flag) if crate::mysql::config::FLAGS.contains(&flag) => {
+                    let flag = flag.to_string();
+                    c.mysql.set(&flag, &val(&mut p)?)?;
+                }
                 Short('d') | Long("daemon") => return Err(
                     "-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)"
                         .into(),
@@ -355,6 +362,7 @@ impl Config {
                         persistent tier: give --data-dir too"
                 .into());
         }
+        c.mysql.validate()?;
         if !item_size_set {
             c.item_size_max = 1024 * 1024;
         }
@@ -373,7 +381,7 @@ impl Config {
 
 fn usage() -> String {
     format!(
-        "sqlcached {} (memcached 1.6.18 compatible)\n{}",
+        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}",
         env!("CARGO_PKG_VERSION"),
         r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
 -U, --udp-port=<num>      UDP port to listen on (default: 0, off)
@@ -415,7 +423,8 @@ SQL containers (sqlcached):
 --containers=<file>       TOML file mapping @@name.key onto SQL tables (docs/containers.md)
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
-"#
+"#,
+        crate::mysql::config::USAGE
     )
 }
 

@@ -12,6 +12,7 @@ mod ctx;
 mod detail;
 mod listen;
 mod meta;
+mod mysql;
 mod persistence;
 mod shared;
 mod slab;
@@ -73,6 +74,9 @@ fn run(cfg: Config) -> std::io::Result<()> {
             }
         }
     }
+    if cfg.mysql.listen.is_some() {
+        shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql, cfg.verbose)?));
+    }
     let shared = Arc::new(shared);
     let (tx, rx) = std::sync::mpsc::channel();
     *shared.shutdown.lock() = Some(tx.clone());
@@ -105,6 +109,12 @@ fn run(cfg: Config) -> std::io::Result<()> {
                 threads.push(std::thread::Builder::new().name("udp".into()).spawn(move || udp::serve(sock, s, w))?);
             }
         }
+    }
+    if let Some(addr) = &cfg.mysql.listen {
+        let l = mysql::bind(addr, cfg.backlog)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on MySQL {addr}: {e}")))?;
+        let (p, w) = (shared.mysql.clone().expect("set with --mysql-listen"), workers.clone());
+        threads.push(std::thread::Builder::new().name("accept-mysql".into()).spawn(move || mysql::accept(l, p, w))?);
     }
     unix::drop_privileges(&cfg)?;
     if let Some(pidfile) = &cfg.pidfile {

@@ -64,6 +64,8 @@ pub struct Shared {
     pub disk: Option<Arc<DiskTier>>,
     /// SQL containers, with `--containers`.
     pub sql: Option<Arc<crate::containers::Sql>>,
+    /// The MySQL query-cache proxy, with `--mysql-listen`.
+    pub mysql: Option<Arc<crate::mysql::Proxy>>,
 }
 
 impl Shared {
@@ -87,6 +89,7 @@ impl Shared {
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
             sql: None,
+            mysql: None,
         }
     }
 

@@ -126,6 +126,14 @@ fn general(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     s(out, "evictions", &i.evictions);
     s(out, "reclaimed", &i.reclaimed);
     s(out, "engine_shards", &sh.engine.shard_count());
+    if let Some(proxy) = &sh.mysql {
+        proxy.write_stats(&mut |name, value| reply::stat(out, name, value));
+    }
+    if let Some(sql) = &sh.sql {
+        for (name, value) in sql.stats_lines() {
+            s(out, &name, &value);
+        }
+    }
     if let Some(tier) = sh.engine.tier() {
         s(out, "disk_hits", &i.tier_hits);
         for (name, value) in tier.stats() {

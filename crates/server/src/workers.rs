@@ -17,9 +17,17 @@ pub enum Incoming {
     Unix(std::os::unix::net::UnixStream),
 }
 
+/// Work handed to a worker thread.
+enum Job {
+    /// A memcached connection with its `stats conns` entry and id.
+    Memcache(Incoming, Arc<ConnInfo>, u64),
+    /// A MySQL proxy client.
+    Mysql(std::net::TcpStream, Arc<crate::mysql::Proxy>),
+}
+
 /// Handles to the worker threads.
 pub struct Workers {
-    senders: Vec<UnboundedSender<(Incoming, Arc<ConnInfo>, u64)>>,
+    senders: Vec<UnboundedSender<Job>>,
     next: AtomicUsize,
 }
 
@@ -28,13 +36,24 @@ impl Workers {
     pub fn start(shared: &Arc<Shared>) -> std::io::Result<Workers> {
         let mut senders = Vec::new();
         for (i, stats) in shared.workers.iter().enumerate() {
-            let (tx, mut rx) = unbounded_channel::<(Incoming, Arc<ConnInfo>, u64)>();
+            let (tx, mut rx) = unbounded_channel::<Job>();
             let shared = shared.clone();
             let stats = stats.clone();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             std::thread::Builder::new().name(format!("worker-{i}")).spawn(move || {
                 rt.block_on(async move {
-                    while let Some((sock, info, id)) = rx.recv().await {
+                    while let Some(job) = rx.recv().await {
+                        let (sock, info, id) = match job {
+                            Job::Memcache(sock, info, id) => (sock, info, id),
+                            Job::Mysql(s, proxy) => {
+                                if s.set_nonblocking(true).is_ok() {
+                                    if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                                        tokio::spawn(crate::mysql::conn::serve(s, proxy));
+                                    }
+                                }
+                                continue;
+                            }
+                        };
                         let shared = shared.clone();
                         let stats = stats.clone();
                         tokio::spawn(async move {
@@ -76,6 +95,12 @@ impl Workers {
         });
         shared.conns.lock().insert(id, info.clone());
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
-        let _ = self.senders[i].send((sock, info, id));
+        let _ = self.senders[i].send(Job::Memcache(sock, info, id));
+    }
+
+    /// Hand a MySQL proxy client to the next worker, round robin.
+    pub fn dispatch_mysql(&self, sock: std::net::TcpStream, proxy: Arc<crate::mysql::Proxy>) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        let _ = self.senders[i].send(Job::Mysql(sock, proxy));
     }
 }

@@ -1,0 +1,401 @@
+//! The query cache on the command path: COM_QUERY and COM_STMT_EXECUTE reads answered
+//! from the cache (a hit is one lookup and one write), misses filled while the reply
+//! streams to the client (identical concurrent misses wait for one backend query), writes
+//! invalidated before the client sees their reply, and the session state
+//! (`querycache::Session`) kept in step with every reply.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use protocol_mysql::command::{
+    COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION, COM_STMT_CLOSE, COM_STMT_EXECUTE, COM_STMT_PREPARE,
+    COM_STMT_SEND_LONG_DATA,
+};
+use protocol_mysql::{Command, FieldType, Value};
+use querycache::session::Session;
+use querycache::types::{Param, Plan};
+use querycache::{FillStart, Prepared};
+
+use super::conn::Conn;
+use super::handshake::Login;
+use super::relay::{drain_reply, relay_reply as relay, RelayError, Sink};
+use super::reply::{Expect, Reply};
+use super::start::SharedCache;
+use super::Proxy;
+
+/// Whether the cache layer answered a command itself.
+pub enum Handled {
+    /// The command was forwarded (or answered) and its reply sent.
+    Yes,
+    /// Not handled here: forward it normally.
+    No,
+}
+
+/// A prepared statement the backend accepted.
+struct Stmt {
+    prepared: Arc<Prepared>,
+    num_params: u16,
+    /// Parameter types bound by the last execution (clients send them once).
+    types: Vec<FieldType>,
+    /// COM_STMT_SEND_LONG_DATA was used since the last execution.
+    long_data: bool,
+    /// The backend was sent parameter types for it (an execution answered from the cache
+    /// never reaches the backend, so the next forwarded one may have to carry them).
+    backend_types: bool,
+    /// Its text asks about the previous statement (see [`is_diagnostic`]).
+    diagnostic: bool,
+}
+
+/// Per-connection cache state (nothing when the proxy does not cache).
+pub struct CacheConn {
+    cache: Option<Arc<SharedCache>>,
+    session: Option<Session>,
+    stmts: HashMap<u32, Stmt>,
+    /// The analysis of the statement being prepared (and whether it is a diagnostic),
+    /// until the backend answers.
+    preparing: Option<(Arc<Prepared>, bool)>,
+    /// The COM_STMT_EXECUTE being handled: its statement id, and the packet to send
+    /// instead of the client's when the backend must be given the parameter types.
+    pending_exec: Option<(u32, Option<Vec<u8>>)>,
+    /// The packet of the COM_STMT_EXECUTE being handled with every parameter type in it
+    /// (what [`CacheConn::last_hit`] keeps if it is answered from the cache).
+    typed_exec: Option<Vec<u8>>,
+    /// The last command, if it was answered from the cache: the backend never ran it, so
+    /// its diagnostics (SHOW WARNINGS, ROW_COUNT(), FOUND_ROWS(), ...) describe an older
+    /// statement. A diagnostic command first replays it to the backend.
+    last_hit: Option<Vec<u8>>,
+}
+
+fn session_for(cache: &SharedCache, login: &Login) -> Session {
+    let user = String::from_utf8_lossy(&login.user);
+    let db = login.db.as_deref().map(String::from_utf8_lossy);
+    let caps = u64::from(login.caps) | (u64::from(login.mariadb_caps) << 32);
+    let mut s = cache.qc.session(&user, db.as_deref(), login.charset, caps);
+    cache.qc.on_reply(&mut s, login.status, true);
+    s
+}
+
+impl CacheConn {
+    /// State for a new login.
+    pub fn new(proxy: &Arc<Proxy>, login: &Login) -> CacheConn {
+        let cache = proxy.cache.clone();
+        let session = cache.as_ref().map(|c| session_for(c, login));
+        CacheConn {
+            cache,
+            session,
+            stmts: HashMap::new(),
+            preparing: None,
+            pending_exec: None,
+            typed_exec: None,
+            last_hit: None,
+        }
+    }
+
+    /// A new session (COM_CHANGE_USER, COM_RESET_CONNECTION): variables and statements are gone.
+    pub fn reset(&mut self, _proxy: &Arc<Proxy>, login: &Login) {
+        if let (Some(c), Some(s)) = (&self.cache, &mut self.session) {
+            c.qc.on_backend_lost(s); // invalidate what an open transaction may have written
+            *s = session_for(c, login);
+        }
+        self.stmts.clear();
+    }
+
+    /// A command without reply (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA).
+    pub fn no_reply_command(&mut self, payload: &[u8], _login: &Login) {
+        let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        match (payload.first().copied(), id) {
+            (Some(COM_STMT_CLOSE), Some(id)) => {
+                self.stmts.remove(&id);
+            }
+            (Some(COM_STMT_SEND_LONG_DATA), Some(id)) => {
+                if let Some(s) = self.stmts.get_mut(&id) {
+                    s.long_data = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// After a forwarded reply: the session learns the final status (transaction state,
+    /// accepted session changes) and applies pending invalidations.
+    pub fn after_reply(&mut self, reply: &Reply, code: u8) {
+        if code == COM_STMT_PREPARE {
+            if let (Some((p, diagnostic)), Some((id, n))) = (self.preparing.take(), reply.prepared) {
+                let types = Vec::new();
+                let stmt =
+                    Stmt { prepared: p, num_params: n, types, long_data: false, backend_types: false, diagnostic };
+                self.stmts.insert(id, stmt);
+            }
+        }
+        let (Some(c), Some(s)) = (&self.cache, &mut self.session) else { return };
+        if reply.error {
+            c.qc.on_reply(s, 0, false);
+        } else if let Some(status) = reply.status {
+            c.qc.on_reply(s, status, true);
+        }
+    }
+
+    /// A new command starts: nothing pending from the previous one.
+    pub fn begin_command(&mut self) {
+        self.pending_exec = None;
+        self.typed_exec = None;
+    }
+
+    /// A command is going to the backend: the last one is no longer a cache hit.
+    pub fn forwarded(&mut self) {
+        self.last_hit = None;
+    }
+
+    /// The command is about to be forwarded: the packet to send instead of the client's
+    /// (a COM_STMT_EXECUTE given the parameter types the backend has not seen), if any.
+    pub fn take_rewrite(&mut self) -> Option<Vec<u8>> {
+        let (id, rewrite) = self.pending_exec.take()?;
+        if let Some(s) = self.stmts.get_mut(&id) {
+            s.backend_types = true;
+        }
+        rewrite
+    }
+
+    /// The backend connection broke: what the session may have written is invalidated.
+    pub fn backend_lost(&mut self) {
+        if let (Some(c), Some(s)) = (&self.cache, &mut self.session) {
+            c.qc.on_backend_lost(s);
+        }
+    }
+
+    /// COM_RESET_CONNECTION succeeded.
+    fn after_reset(&mut self, login: &Login) {
+        let db = self.session.as_ref().and_then(|s| s.db().map(|d| d.as_bytes().to_vec()));
+        if let Some(c) = &self.cache {
+            let login = Login { db, ..login.clone() };
+            self.session = Some(session_for(c, &login));
+        }
+        self.stmts.clear();
+    }
+}
+
+/// Handles a command through the cache (COM_QUERY, COM_STMT_*, COM_INIT_DB, COM_RESET_CONNECTION).
+pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<Handled, RelayError> {
+    let Some(cache) = conn.cache.cache.clone() else { return Ok(Handled::No) };
+    if conn.cache.last_hit.is_some() && asks_about_last(conn, len, code) {
+        replay_last_hit(conn).await?;
+    }
+    let plan = {
+        let msg = conn.client.message(len);
+        let payload = &msg.payload[..];
+        let cc = &mut conn.cache;
+        let Some(session) = cc.session.as_mut() else { return Ok(Handled::No) };
+        match code {
+            COM_QUERY => cache.qc.on_query(session, &payload[1..]),
+            COM_STMT_EXECUTE => {
+                let out = ExecOut { pending: &mut cc.pending_exec, typed: &mut cc.typed_exec };
+                match execute_plan(&cache, session, &mut cc.stmts, out, payload, conn.login.caps) {
+                    Some(plan) => plan,
+                    None => return Ok(Handled::No),
+                }
+            }
+            COM_STMT_PREPARE => {
+                cc.preparing = Some((cache.qc.prepare(session, &payload[1..]), is_diagnostic(&payload[1..])));
+                return Ok(Handled::No);
+            }
+            COM_INIT_DB => {
+                cache.qc.on_init_db(session, &String::from_utf8_lossy(&payload[1..]));
+                return Ok(Handled::No);
+            }
+            COM_RESET_CONNECTION => {
+                conn.forward(len, seq).await?;
+                let mut reply = Reply::new(Expect::Single, conn.login.caps);
+                let login = conn.login.clone();
+                let cache = &mut conn.cache;
+                let mut end = |r: &Reply| {
+                    if !r.error {
+                        cache.after_reset(&login);
+                    }
+                };
+                relay(&mut conn.server, &mut conn.client, &mut reply, Sink::Stream, seq, &conn.proxy.backend, &mut end)
+                    .await?;
+                return Ok(Handled::Yes);
+            }
+            _ => return Ok(Handled::No),
+        }
+    };
+    match plan {
+        Plan::Forward { .. } => Ok(Handled::No),
+        Plan::Write(_) => Ok(Handled::No), // on_reply applies its invalidations before the client sees the end
+        Plan::Cached { key, tags } => {
+            if seq != 0 {
+                return Ok(Handled::No); // a split command: replies would not start at sequence id 1
+            }
+            if let Some(bytes) = cache.qc.lookup(&key) {
+                conn.cache.last_hit = hit_packet(conn, len, code);
+                conn.client.consume(len);
+                conn.client.write(&bytes).await.map_err(RelayError::Client)?;
+                return Ok(Handled::Yes);
+            }
+            match cache.qc.begin_fill(&key, &tags) {
+                FillStart::Leader(fill) => {
+                    conn.forward(len, seq).await?;
+                    let mut reply = Reply::new(Expect::Results, conn.login.caps);
+                    let mut copy = Vec::new();
+                    let cc = &mut conn.cache;
+                    let mut end = |r: &Reply| cc.after_reply(r, code);
+                    let sink = Sink::Copy(&mut copy);
+                    let r =
+                        relay(&mut conn.server, &mut conn.client, &mut reply, sink, seq, &conn.proxy.backend, &mut end)
+                            .await;
+                    // Dropping the fill unfinished (relay failed) wakes the followers.
+                    r?;
+                    cache.qc.finish_fill(fill, reply.storable().then_some(&copy[..]));
+                    Ok(Handled::Yes)
+                }
+                FillStart::Follower(waiter) => match waiter.wait().await {
+                    Some(bytes) => {
+                        conn.cache.last_hit = hit_packet(conn, len, code);
+                        conn.client.consume(len);
+                        conn.client.write(&bytes).await.map_err(RelayError::Client)?;
+                        Ok(Handled::Yes)
+                    }
+                    None => Ok(Handled::No),
+                },
+            }
+        }
+    }
+}
+
+/// Where [`execute_plan`] leaves the packets it prepared.
+struct ExecOut<'a> {
+    /// The statement id, and the packet to forward instead of the client's (if any).
+    pending: &'a mut Option<(u32, Option<Vec<u8>>)>,
+    /// The execution with every parameter type in it (replayable at any time).
+    typed: &'a mut Option<Vec<u8>>,
+}
+
+/// The plan of a COM_STMT_EXECUTE of a statement prepared through the proxy.
+fn execute_plan(
+    cache: &SharedCache,
+    session: &mut Session,
+    stmts: &mut HashMap<u32, Stmt>,
+    out: ExecOut<'_>,
+    payload: &[u8],
+    caps: u32,
+) -> Option<Plan> {
+    let Ok(Command::StmtExecute(exec)) = Command::parse(payload, caps) else { return None };
+    let stmt = stmts.get_mut(&exec.stmt_id)?;
+    let decoded = exec.params(usize::from(stmt.num_params), caps, &stmt.types).ok()?;
+    if decoded.new_params_bound {
+        stmt.types = decoded.types();
+    }
+    let params: Vec<Param> = decoded
+        .params
+        .iter()
+        .map(|p| match p.value {
+            Value::Null => Param::Null,
+            Value::Int(v) => Param::Int(v),
+            Value::UInt(v) => Param::UInt(v),
+            _ => Param::Other,
+        })
+        .collect();
+    let raw = raw_params(exec.params, decoded.new_params_bound, &stmt.types);
+    let typed = {
+        let mut p = payload[..10].to_vec();
+        p.extend_from_slice(&raw);
+        let mut packet = Vec::with_capacity(p.len() + 4);
+        protocol_mysql::write_packet(&mut packet, 0, &p);
+        packet
+    };
+    let rewrite = (!stmt.backend_types && !decoded.new_params_bound && stmt.num_params > 0).then(|| typed.clone());
+    *out.pending = Some((exec.stmt_id, rewrite));
+    *out.typed = Some(typed);
+    let allow_cache = !stmt.long_data && exec.flags & 0x07 == 0;
+    stmt.long_data = false;
+    Some(cache.qc.on_execute(session, &stmt.prepared, &raw, &params, allow_cache))
+}
+
+/// The parameter block with the types in effect: when the client did not resend them,
+/// the remembered types are inserted (so equal values of different types differ).
+fn raw_params<'a>(raw: &'a [u8], new_params_bound: bool, types: &[FieldType]) -> std::borrow::Cow<'a, [u8]> {
+    if new_params_bound || types.is_empty() {
+        return raw.into();
+    }
+    let bitmap = types.len().div_ceil(8);
+    let Some(values) = raw.get(bitmap + 1..) else { return raw.into() };
+    let mut out = Vec::with_capacity(raw.len() + 2 * types.len());
+    out.extend_from_slice(&raw[..bitmap]);
+    out.push(1);
+    for t in types {
+        out.extend_from_slice(&t.to_bytes());
+    }
+    out.extend_from_slice(values);
+    out.into()
+}
+
+/// Whether `sql` asks about the statement before it: its warnings, errors, row counts
+/// or diagnostics area. Deliberately broad (a false positive costs one extra query).
+fn is_diagnostic(sql: &[u8]) -> bool {
+    const WORDS: [&[u8]; 5] = [b"warning", b"error", b"found_rows", b"row_count", b"diagnostics"];
+    let lower = sql.to_ascii_lowercase();
+    WORDS.iter().any(|w| lower.windows(w.len()).any(|x| x == *w))
+}
+
+/// Whether the buffered command (`len` bytes, code `code`) is a diagnostic.
+fn asks_about_last(conn: &Conn, len: usize, code: u8) -> bool {
+    let msg = conn.client.message(len);
+    match code {
+        COM_QUERY => is_diagnostic(&msg.payload[1..]),
+        COM_STMT_EXECUTE => {
+            let id = msg.payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            id.and_then(|id| conn.cache.stmts.get(&id)).is_some_and(|s| s.diagnostic)
+        }
+        _ => false,
+    }
+}
+
+/// The packet that re-runs a command answered from the cache (`None`: not replayable).
+fn hit_packet(conn: &Conn, len: usize, code: u8) -> Option<Vec<u8>> {
+    match code {
+        COM_QUERY => Some(conn.client.buffered()[..len].to_vec()),
+        COM_STMT_EXECUTE => conn.cache.typed_exec.clone(),
+        _ => None,
+    }
+}
+
+/// Runs the last cache hit on the backend and discards its reply, so the backend's
+/// diagnostics describe it (as they would have without the cache).
+async fn replay_last_hit(conn: &mut Conn) -> Result<(), RelayError> {
+    let Some(packet) = conn.cache.last_hit.take() else { return Ok(()) };
+    if packet.get(4) == Some(&COM_STMT_EXECUTE) {
+        let id = packet.get(5..9).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if let Some(s) = id.and_then(|id| conn.cache.stmts.get_mut(&id)) {
+            s.backend_types = true;
+        }
+    }
+    conn.server.write(&packet).await.map_err(RelayError::Backend)?;
+    let mut reply = Reply::new(Expect::Results, conn.login.caps);
+    drain_reply(&mut conn.server, &mut reply).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol_mysql::ColumnType;
+
+    #[test]
+    fn diagnostics_are_recognised() {
+        for sql in
+            ["SHOW WARNINGS", "show errors", "SELECT FOUND_ROWS()", "select row_count()", "SELECT @@warning_count"]
+        {
+            assert!(is_diagnostic(sql.as_bytes()), "{sql}");
+        }
+        assert!(!is_diagnostic(b"SELECT c FROM sbtest1 WHERE id=5"));
+    }
+
+    #[test]
+    fn raw_params_insert_remembered_types() {
+        let types = [FieldType::new(ColumnType::LongLong)];
+        let sent = [0u8, 1, 8, 0, 5, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(&*raw_params(&sent, true, &types), &sent);
+        let resent = [0u8, 0, 5, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(&*raw_params(&resent, false, &types), &sent);
+        assert_eq!(&*raw_params(&[], false, &[]), &[] as &[u8]);
+    }
+}

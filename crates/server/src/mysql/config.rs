@@ -1,0 +1,153 @@
+//! The MySQL proxy's command-line flags (`--mysql-*`, `--query-cache-*`).
+
+use crate::config::parse_size;
+
+/// `--query-cache-type`: which SELECTs the proxy caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheType {
+    /// Every cacheable SELECT (unless `SQL_NO_CACHE`).
+    On,
+    /// Only `SELECT SQL_CACHE ...`.
+    Demand,
+    /// Nothing: a pure pass-through proxy.
+    Off,
+}
+
+/// Settings of the MySQL query-cache proxy.
+#[derive(Clone, Debug)]
+pub struct MysqlConfig {
+    /// `--mysql-listen ADDR`: where MySQL clients connect; none disables the proxy.
+    pub listen: Option<String>,
+    /// `--mysql-backend ADDR`: the MariaDB/MySQL server behind the proxy.
+    pub backend: Option<String>,
+    /// `--mysql-user USER`: account of the binlog follower and the metadata queries.
+    pub user: Option<String>,
+    /// `--mysql-password-file FILE` (else env `SQLCACHED_MYSQL_PASSWORD`).
+    pub password_file: Option<String>,
+    /// `--mysql-server-id N`: replica server id of the binlog connection.
+    pub server_id: u32,
+    /// `--query-cache-size BYTES`: memory for cached results.
+    pub cache_size: usize,
+    /// `--query-cache-limit BYTES`: largest cacheable result.
+    pub cache_limit: usize,
+    /// `--query-cache-type ON|DEMAND|OFF`.
+    pub cache_type: CacheType,
+}
+
+impl Default for MysqlConfig {
+    fn default() -> Self {
+        MysqlConfig {
+            listen: None,
+            backend: None,
+            user: None,
+            password_file: None,
+            server_id: 0x5c51,
+            cache_size: 64 * 1024 * 1024,
+            cache_limit: 1024 * 1024,
+            cache_type: CacheType::On,
+        }
+    }
+}
+
+/// The long flags this module parses (each takes a value).
+pub const FLAGS: &[&str] = &[
+    "mysql-listen",
+    "mysql-backend",
+    "mysql-user",
+    "mysql-password-file",
+    "mysql-server-id",
+    "query-cache-size",
+    "query-cache-limit",
+    "query-cache-type",
+];
+
+impl MysqlConfig {
+    /// Applies one flag of [`FLAGS`] with its value.
+    pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
+        let size = |v: &str| parse_size(v).ok_or(format!("Invalid value for --{flag}: '{v}'"));
+        match flag {
+            "mysql-listen" => self.listen = Some(v.to_string()),
+            "mysql-backend" => self.backend = Some(v.to_string()),
+            "mysql-user" => self.user = Some(v.to_string()),
+            "mysql-password-file" => self.password_file = Some(v.to_string()),
+            "mysql-server-id" => {
+                self.server_id = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
+                if self.server_id == 0 {
+                    return Err("--mysql-server-id must be at least 1".into());
+                }
+            }
+            "query-cache-size" => self.cache_size = size(v)?,
+            "query-cache-limit" => self.cache_limit = size(v)?,
+            "query-cache-type" => {
+                self.cache_type = match v.to_ascii_uppercase().as_str() {
+                    "ON" | "1" => CacheType::On,
+                    "DEMAND" | "2" => CacheType::Demand,
+                    "OFF" | "0" => CacheType::Off,
+                    _ => return Err(format!("--query-cache-type must be ON, DEMAND or OFF, not '{v}'")),
+                }
+            }
+            _ => return Err(format!("unknown flag --{flag}")),
+        }
+        Ok(())
+    }
+
+    /// Checks the combination after every flag was read.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.listen.is_some() && self.backend.is_none() {
+            return Err("--mysql-listen needs --mysql-backend HOST:PORT (the MariaDB/MySQL server to proxy)".into());
+        }
+        if self.listen.is_none() && (self.backend.is_some() || self.user.is_some()) {
+            return Err("--mysql-backend and --mysql-user apply to the MySQL proxy: give --mysql-listen too".into());
+        }
+        if self.cache_limit > self.cache_size {
+            return Err("--query-cache-limit cannot be larger than --query-cache-size".into());
+        }
+        Ok(())
+    }
+
+    /// The password of `--mysql-user`: the first line of `--mysql-password-file`, else
+    /// `SQLCACHED_MYSQL_PASSWORD`, else empty.
+    pub fn password(&self) -> std::io::Result<String> {
+        if let Some(path) = &self.password_file {
+            let text = std::fs::read_to_string(path)?;
+            return Ok(text.lines().next().unwrap_or("").to_string());
+        }
+        Ok(std::env::var("SQLCACHED_MYSQL_PASSWORD").unwrap_or_default())
+    }
+}
+
+/// Usage lines for `--help`.
+pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
+--mysql-listen=<addr>     accept MySQL clients on host:port (enables the proxy)
+--mysql-backend=<addr>    the MariaDB/MySQL server behind the proxy, host:port
+--mysql-user=<user>       account for the binlog follower and metadata queries (without it
+                          the proxy caches nothing); password from --mysql-password-file or
+                          the environment variable SQLCACHED_MYSQL_PASSWORD
+--mysql-password-file=<f> file whose first line is --mysql-user's password
+--mysql-server-id=<n>     replica server id of the binlog connection (default: 23633)
+--query-cache-size=<num>  memory for cached results (k/m/g suffix, default: 64m)
+--query-cache-limit=<num> largest cacheable result (default: 1m)
+--query-cache-type=<t>    ON (default), DEMAND (only SELECT SQL_CACHE) or OFF
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_validation() {
+        let mut c = MysqlConfig::default();
+        c.set("mysql-listen", "127.0.0.1:3307").unwrap();
+        assert!(c.validate().unwrap_err().contains("--mysql-backend"));
+        c.set("mysql-backend", "127.0.0.1:3306").unwrap();
+        c.set("query-cache-size", "16m").unwrap();
+        c.set("query-cache-limit", "64k").unwrap();
+        c.set("query-cache-type", "demand").unwrap();
+        assert_eq!((c.cache_size, c.cache_limit, c.cache_type), (16 << 20, 64 << 10, CacheType::Demand));
+        c.validate().unwrap();
+        assert!(c.set("query-cache-type", "maybe").is_err());
+        assert!(c.set("mysql-server-id", "0").is_err());
+        c.set("query-cache-limit", "32m").unwrap();
+        assert!(c.validate().is_err());
+    }
+}

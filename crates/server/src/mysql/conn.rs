@@ -1,0 +1,184 @@
+//! One MySQL client connection: handshake, then the command loop. Every command goes to
+//! the client's own backend connection (1:1); cacheable reads may be answered from the
+//! query cache instead (see [`super::cache`]).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use protocol_mysql::command::*;
+use tokio::net::TcpStream;
+
+use super::cache::{CacheConn, Handled};
+use super::errors;
+use super::handshake::{self, Login, Outcome};
+use super::relay::{relay_reply, RelayError, Sink};
+use super::reply::{Expect, Reply};
+use super::wire::Wire;
+use super::Proxy;
+
+/// Serves one accepted client socket until it quits or either side goes away.
+pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
+    let _ = sock.set_nodelay(true);
+    proxy.counters.connections.fetch_add(1, Ordering::Relaxed);
+    let mut client = Wire::new(sock);
+    match handshake::establish(&mut client, &proxy.backend).await {
+        Ok(Outcome::Ready(server, login)) => {
+            let mut conn = Conn { cache: CacheConn::new(&proxy, &login), client, server, login, proxy: proxy.clone() };
+            match conn.run().await {
+                Err(RelayError::Backend(e)) => {
+                    conn.cache.backend_lost();
+                    proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
+                    if proxy.verbose() {
+                        eprintln!("mysql proxy: backend connection lost: {e}");
+                    }
+                }
+                Err(RelayError::Client(e)) if proxy.verbose() => eprintln!("mysql proxy: client connection: {e}"),
+                _ => {}
+            }
+        }
+        Ok(Outcome::Closed) => {}
+        Ok(Outcome::BackendDown) => {
+            proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
+            if proxy.verbose() {
+                eprintln!("mysql proxy: handshake failed: {e}");
+            }
+        }
+    }
+    proxy.counters.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// A logged-in client and its backend connection.
+pub struct Conn {
+    /// The client socket.
+    pub client: Wire,
+    /// The backend socket.
+    pub server: Box<Wire>,
+    /// What the login negotiated.
+    pub login: Login,
+    /// Query-cache state of this connection.
+    pub cache: CacheConn,
+    /// Shared proxy state.
+    pub proxy: Arc<Proxy>,
+}
+
+impl Conn {
+    async fn run(&mut self) -> Result<(), RelayError> {
+        loop {
+            self.cache.begin_command();
+            let len = match self.client.message_len().await {
+                Ok(len) => len,
+                Err(_) => return Ok(()), // client went away (or sent garbage): close both
+            };
+            let (code, last_seq) = {
+                let m = self.client.message(len);
+                (m.payload.first().copied().unwrap_or(COM_SLEEP), m.last_seq)
+            };
+            match code {
+                COM_QUIT => {
+                    let _ = self.server.write(&self.client.buffered()[..len]).await;
+                    return Ok(());
+                }
+                COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA => {
+                    self.cache.no_reply_command(&self.client.message(len).payload, &self.login);
+                    self.forward(len, last_seq).await?;
+                    continue;
+                }
+                COM_CHANGE_USER => {
+                    let new = match Command::parse(&self.client.message(len).payload, self.login.caps) {
+                        Ok(Command::ChangeUser(c)) => Some((c.user.to_vec(), c.database.to_vec(), c.charset)),
+                        _ => None,
+                    };
+                    self.forward(len, last_seq).await?;
+                    match handshake::relay_auth(&mut self.client, &mut self.server).await {
+                        Ok(Some(status)) => self.change_user(new, status),
+                        Ok(None) => {}
+                        Err(e) => return Err(RelayError::Backend(e)),
+                    }
+                    continue;
+                }
+                COM_BINLOG_DUMP
+                | COM_BINLOG_DUMP_GTID
+                | COM_REGISTER_SLAVE
+                | COM_TABLE_DUMP
+                | COM_CONNECT_OUT
+                | COM_DAEMON
+                | COM_CLONE
+                | COM_STMT_BULK_EXECUTE
+                | COM_SLEEP
+                | COM_CONNECT
+                | COM_TIME
+                | COM_DELAYED_INSERT => {
+                    self.client.consume(len);
+                    let msg = format!("Command {code:#04x} is not supported by sqlcached's MySQL proxy");
+                    let err = errors::err41(last_seq.wrapping_add(1), errors::UNKNOWN_COMMAND, b"08S01", &msg);
+                    self.client.write(&err).await.map_err(RelayError::Client)?;
+                    continue;
+                }
+                _ => {}
+            }
+            let expect = match code {
+                COM_QUERY | COM_STMT_EXECUTE | COM_PROCESS_INFO => Expect::Results,
+                COM_STMT_PREPARE => Expect::Prepare,
+                COM_FIELD_LIST => Expect::FieldList,
+                COM_STMT_FETCH => Expect::Rows,
+                _ => Expect::Single,
+            };
+            if expect == Expect::Results
+                || code == COM_INIT_DB
+                || code == COM_STMT_PREPARE
+                || code == COM_RESET_CONNECTION
+            {
+                if let Handled::Yes = super::cache::command(self, len, code, last_seq).await? {
+                    continue;
+                }
+            }
+            self.forward(len, last_seq).await?;
+            let mut reply = Reply::new(expect, self.login.caps);
+            let cache = &mut self.cache;
+            let mut end = |r: &Reply| cache.after_reply(r, code);
+            relay_reply(
+                &mut self.server,
+                &mut self.client,
+                &mut reply,
+                Sink::Stream,
+                last_seq,
+                &self.proxy.backend,
+                &mut end,
+            )
+            .await?;
+        }
+    }
+
+    /// Sends the client's buffered message of `len` bytes (last sequence id `seq`) to the
+    /// backend, consumed; if the backend is gone the client gets an ERR.
+    pub async fn forward(&mut self, len: usize, seq: u8) -> Result<(), RelayError> {
+        self.cache.forwarded();
+        let r = match self.cache.take_rewrite() {
+            Some(packet) => self.server.write(&packet).await,
+            None => self.server.write(&self.client.buffered()[..len]).await,
+        };
+        self.client.consume(len);
+        if let Err(e) = r {
+            let msg = format!("Lost connection to MySQL backend {} ({e})", self.proxy.backend);
+            let _ = self.client.write(&errors::err41(seq.wrapping_add(1), errors::BACKEND_LOST, b"08S01", &msg)).await;
+            return Err(RelayError::Backend(e));
+        }
+        Ok(())
+    }
+
+    /// After a successful COM_CHANGE_USER: a new session (user, database, charset).
+    fn change_user(&mut self, new: Option<(Vec<u8>, Vec<u8>, Option<u16>)>, status: u16) {
+        self.login.status = status;
+        if let Some((user, db, charset)) = new {
+            self.login.user = user;
+            self.login.db = (!db.is_empty()).then_some(db);
+            if let Some(cs) = charset {
+                self.login.charset = cs as u8;
+            }
+        }
+        self.cache.reset(&self.proxy, &self.login);
+    }
+}

@@ -1,0 +1,131 @@
+//! The metadata task: fills the query cache's schema registry (base table or view, primary
+//! key columns and whether they are integers) from the backend's `information_schema`,
+//! for the tables statements asked about, with the `--mysql-user` account.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, Value};
+use querycache::schema::{PkColumn, TableInfo};
+use querycache::types::TableName;
+
+use super::start::SharedCache;
+
+/// Tables looked up per round trip.
+const BATCH: usize = 64;
+
+/// Starts the task on its own thread (with a current-thread runtime, as mysql_async needs).
+pub fn spawn(cache: Arc<SharedCache>, opts: Opts, verbose: bool) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name("mysql-metadata".into()).spawn(move || rt.block_on(run(cache, opts, verbose)))?;
+    Ok(())
+}
+
+async fn run(cache: Arc<SharedCache>, opts: Opts, verbose: bool) {
+    let registry = cache.qc.schema();
+    let mut conn: Option<Conn> = None;
+    let mut pending: Vec<TableName> = Vec::new();
+    loop {
+        if pending.is_empty() {
+            registry.wanted_notify().notified().await;
+        }
+        pending.extend(registry.wanted());
+        pending.sort();
+        pending.dedup();
+        if pending.is_empty() {
+            continue;
+        }
+        if conn.is_none() {
+            match Conn::new(opts.clone()).await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    if verbose {
+                        eprintln!("mysql metadata: cannot connect: {e}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let batch: Vec<TableName> = pending.drain(..pending.len().min(BATCH)).collect();
+        match fetch(c, &batch).await {
+            Ok(infos) => {
+                for (t, info) in batch.iter().zip(infos) {
+                    registry.set_table(&t.db, &t.table, info);
+                }
+            }
+            Err(e) => {
+                if verbose {
+                    eprintln!("mysql metadata: {e}");
+                }
+                pending.extend(batch);
+                conn = None;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// What `information_schema` says about each table of `tables` (in order); a table that
+/// does not exist is "not a base table" until DDL makes the registry forget it.
+async fn fetch(c: &mut Conn, tables: &[TableName]) -> mysql_async::Result<Vec<TableInfo>> {
+    let pairs = vec!["(?, ?)"; tables.len()].join(", ");
+    let params: Vec<Value> = tables.iter().flat_map(|t| [Value::from(&*t.db), Value::from(&*t.table)]).collect();
+    let types: Vec<(String, String, String)> = c
+        .exec(
+            format!(
+                "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES \
+                 WHERE (TABLE_SCHEMA, TABLE_NAME) IN ({pairs})"
+            ),
+            params.clone(),
+        )
+        .await?;
+    let keys: Vec<(String, String, String, String)> = c
+        .exec(
+            format!(
+                "SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, c.DATA_TYPE \
+                 FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.COLUMNS c \
+                 ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME \
+                 WHERE k.CONSTRAINT_NAME = 'PRIMARY' AND (k.TABLE_SCHEMA, k.TABLE_NAME) IN ({pairs}) \
+                 ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.ORDINAL_POSITION"
+            ),
+            params,
+        )
+        .await?;
+    Ok(tables
+        .iter()
+        .map(|t| {
+            let base = types.iter().any(|(db, name, ty)| {
+                *db == *t.db && *name == *t.table && (ty == "BASE TABLE" || ty == "SYSTEM VERSIONED")
+            });
+            if !base {
+                return TableInfo::not_base();
+            }
+            let pk = keys
+                .iter()
+                .filter(|(db, name, _, _)| *db == *t.db && *name == *t.table)
+                .map(|(_, _, col, ty)| PkColumn { name: col.clone(), integer: is_integer(ty) })
+                .collect();
+            TableInfo::base(pk)
+        })
+        .collect())
+}
+
+/// Whether an `information_schema.COLUMNS.DATA_TYPE` is an integer type.
+fn is_integer(data_type: &str) -> bool {
+    matches!(
+        data_type.to_ascii_lowercase().as_str(),
+        "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn integer_types() {
+        assert!(super::is_integer("BIGINT") && super::is_integer("int"));
+        assert!(!super::is_integer("decimal") && !super::is_integer("varchar"));
+    }
+}

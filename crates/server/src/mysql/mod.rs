@@ -1,0 +1,87 @@
+//! The transparent MySQL query cache: a wire-protocol proxy (`--mysql-listen`) in front of
+//! a MariaDB/MySQL server (`--mysql-backend`), docs/querycache.md.
+//!
+//! Each client connection lives on one worker runtime with its own backend connection
+//! ([`conn`]); the login is relayed ([`handshake`]); replies are forwarded packet-exact
+//! ([`relay`], [`reply`]); cacheable reads are answered from the shared query cache
+//! ([`cache`]), kept fresh by invalidations from writes through the proxy and from the
+//! backend's binlog ([`binlog`]), with table metadata from [`metadata`].
+
+pub mod binlog;
+pub mod cache;
+pub mod config;
+pub mod conn;
+pub mod counters;
+pub mod errors;
+pub mod handshake;
+pub mod metadata;
+pub mod relay;
+pub mod reply;
+pub mod start;
+pub mod wire;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use crate::workers::Workers;
+
+/// State shared by every proxy connection.
+pub struct Proxy {
+    /// `host:port` of the backend.
+    pub backend: String,
+    /// The proxy's own counters.
+    pub counters: counters::Counters,
+    /// The query cache and its feeds (none with `--query-cache-type OFF`).
+    pub cache: Option<Arc<start::SharedCache>>,
+    verbose: bool,
+}
+
+impl Proxy {
+    /// The proxy for these settings, with its query cache and the cache's feeds started.
+    pub fn new(cfg: &config::MysqlConfig, verbose: u32) -> std::io::Result<Proxy> {
+        Ok(Proxy {
+            backend: cfg.backend.clone().unwrap_or_default(),
+            counters: counters::Counters::default(),
+            cache: start::start(cfg, verbose > 0)?,
+            verbose: verbose > 0,
+        })
+    }
+
+    /// Calls `stat` for each of the proxy's lines in `stats`.
+    pub fn write_stats(&self, stat: &mut dyn FnMut(&str, u64)) {
+        if let Some(cache) = &self.cache {
+            cache.write_stats(stat);
+        }
+        self.counters.write(stat);
+    }
+
+    /// Whether to log connection problems (`-v`).
+    pub fn verbose(&self) -> bool {
+        self.verbose
+    }
+}
+
+/// Binds `--mysql-listen` (with the `-b` backlog).
+pub fn bind(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let sa = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
+    crate::listen::bind_tcp(sa, backlog)
+}
+
+/// Accepts MySQL clients forever on this thread, handing each to a worker.
+pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
+    loop {
+        match l.accept() {
+            Ok((s, _)) => workers.dispatch_mysql(s, proxy.clone()),
+            Err(e) => {
+                if proxy.verbose() {
+                    eprintln!("mysql accept(): {e}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Starting the query cache and its feeds (metadata task, binlog follower).
+
+use std::sync::{Arc, OnceLock};
+
+use binlog::{Change, Follower};
+use querycache::config::{Config, Mode};
+use querycache::types::{Invalidation, Source};
+use querycache::QueryCache;
+
+use super::binlog::Action;
+use super::config::{CacheType, MysqlConfig};
+
+/// The query cache with the binlog follower that keeps it fresh.
+pub struct SharedCache {
+    /// The cache.
+    pub qc: QueryCache,
+    /// The follower (set right after the cache is created).
+    pub follower: OnceLock<Follower>,
+}
+
+/// Creates the cache (offline until the binlog flows) and starts its feeds; none with
+/// `--query-cache-type OFF` or without `--mysql-user` (then the proxy caches nothing).
+pub fn start(cfg: &MysqlConfig, verbose: bool) -> std::io::Result<Option<Arc<SharedCache>>> {
+    let mode = match cfg.cache_type {
+        CacheType::On => Mode::On,
+        CacheType::Demand => Mode::Demand,
+        CacheType::Off => return Ok(None),
+    };
+    let Some(user) = cfg.user.clone() else {
+        eprintln!(
+            "mysql proxy: no --mysql-user: caching nothing (without following the backend's binlog, cached \
+             results could be changed behind the proxy's back)"
+        );
+        return Ok(None);
+    };
+    let password = cfg.password()?;
+    let backend = cfg.backend.clone().unwrap_or_default();
+    let qc = QueryCache::new(Config { size: cfg.cache_size, limit: cfg.cache_limit, mode });
+    qc.set_online(false);
+    let cache = Arc::new(SharedCache { qc, follower: OnceLock::new() });
+    let (host, port) = split_host_port(&backend)?;
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port)
+        .user(Some(user.clone()))
+        .pass(Some(password.clone()))
+        .prefer_socket(false);
+    super::metadata::spawn(cache.clone(), opts.into(), verbose)?;
+    let follower = super::binlog::spawn(
+        cache.clone(),
+        binlog::Config { backend, user, password, server_id: cfg.server_id },
+        verbose,
+    );
+    let _ = cache.follower.set(follower);
+    Ok(Some(cache))
+}
+
+impl SharedCache {
+    /// Applies one binlog change (see [`super::binlog::action`]).
+    pub fn apply_binlog(&self, change: &Change, action: Action) {
+        match action {
+            Action::Online(on) => {
+                self.qc.schema().clear();
+                self.qc.set_online(on);
+            }
+            Action::Invalidate(inv) => {
+                match &inv {
+                    Invalidation::Table { db, table } if matches!(change, Change::Table { .. }) => {
+                        self.qc.schema().forget(db, table)
+                    }
+                    Invalidation::Database { db } => self.qc.schema().forget_database(db),
+                    Invalidation::All => self.qc.schema().clear(),
+                    _ => {}
+                }
+                self.qc.invalidate(&inv, Source::Binlog);
+            }
+        }
+    }
+
+    /// Calls `stat` for each cache and binlog counter.
+    pub fn write_stats(&self, stat: &mut dyn FnMut(&str, u64)) {
+        let s = self.qc.stats();
+        stat("Qcache_hits", s.hits);
+        stat("Qcache_inserts", s.inserts);
+        stat("Qcache_not_cached", s.not_cached);
+        stat("Qcache_lowmem_prunes", s.lowmem_prunes);
+        stat("Qcache_queries_in_cache", s.queries_in_cache);
+        stat("Qcache_invalidations_proxy", s.invalidations_proxy);
+        stat("Qcache_invalidations_binlog_rows", s.invalidations_binlog_rows);
+        stat("Qcache_invalidations_table", s.invalidations_table);
+        stat("Qcache_invalidations_all", s.invalidations_all);
+        stat("Qcache_fills_refused", s.fills_refused);
+        stat("Qcache_shared_misses", s.shared_misses);
+        stat("Qcache_online", u64::from(s.online));
+        stat("Qcache_bytes", s.bytes);
+        let b = self.follower.get().map(Follower::stats).unwrap_or_default();
+        stat("binlog_connected", u64::from(b.connected));
+        stat("binlog_lag_ms", b.lag_ms);
+        stat("binlog_events", b.events);
+        stat("binlog_reconnects", b.reconnects);
+    }
+}
+
+/// Splits `host:port` (`[v6]:port` too).
+fn split_host_port(addr: &str) -> std::io::Result<(String, u16)> {
+    let bad =
+        || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--mysql-backend {addr}: want host:port"));
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), port.parse().map_err(|_| bad())?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_port() {
+        assert_eq!(super::split_host_port("db:3306").unwrap(), ("db".to_string(), 3306));
+        assert_eq!(super::split_host_port("[::1]:3307").unwrap(), ("::1".to_string(), 3307));
+        assert!(super::split_host_port("db").is_err());
+    }
+}

@@ -1,0 +1,104 @@
+//! A socket with a read buffer, read packet by packet (no copies of forwarded bytes beyond
+//! the buffer itself).
+
+use std::io;
+
+use protocol_mysql::packet::PACKET_HEADER_LEN;
+use protocol_mysql::{parse_message, Message};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest message accepted from a client or a backend (MySQL's `max_allowed_packet` maximum).
+pub const MAX_MESSAGE: usize = 1 << 30;
+
+/// A TCP connection and the bytes read from it but not consumed yet.
+pub struct Wire {
+    /// The socket.
+    pub sock: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Wire {
+    /// Wraps a connected socket.
+    pub fn new(sock: TcpStream) -> Wire {
+        Wire { sock, buf: Vec::with_capacity(16 * 1024), start: 0 }
+    }
+
+    /// The unconsumed bytes.
+    #[inline]
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    /// Marks `n` buffered bytes as consumed.
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    /// Reads more bytes; `UnexpectedEof` when the peer closed.
+    pub async fn fill(&mut self) -> io::Result<()> {
+        if self.start > 0 && (self.start == self.buf.len() || self.buf.capacity() - self.buf.len() < 4096) {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        if self.buf.capacity() - self.buf.len() < 4096 {
+            self.buf.reserve(self.buf.capacity().max(16 * 1024));
+        }
+        if self.sock.read_buf(&mut self.buf).await? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+
+    /// Waits until one whole message (all its split parts) is buffered and returns the
+    /// byte length of its packets; the caller parses them from [`Wire::buffered`] and then
+    /// [`Wire::consume`]s that length.
+    pub async fn message_len(&mut self) -> io::Result<usize> {
+        loop {
+            match parse_message(self.buffered(), MAX_MESSAGE) {
+                Ok(Some((_, used))) => return Ok(used),
+                Ok(None) => self.fill().await?,
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+            }
+        }
+    }
+
+    /// The whole buffered message of `len` bytes (see [`Wire::message_len`]), parsed.
+    pub fn message(&self, len: usize) -> Message<'_> {
+        match parse_message(&self.buffered()[..len], MAX_MESSAGE) {
+            Ok(Some((m, _))) => m,
+            // message_len checked these bytes already.
+            _ => Message { first_seq: 0, last_seq: 0, payload: std::borrow::Cow::Borrowed(&[]) },
+        }
+    }
+
+    /// Reads one message and returns its raw packets (headers included), consumed.
+    pub async fn read_raw(&mut self) -> io::Result<Vec<u8>> {
+        let len = self.message_len().await?;
+        let raw = self.buffered()[..len].to_vec();
+        self.consume(len);
+        Ok(raw)
+    }
+
+    /// Writes all of `bytes`.
+    pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.sock.write_all(bytes).await
+    }
+}
+
+/// The payload of the first packet of `raw` (packets with headers).
+pub fn first_payload(raw: &[u8]) -> &[u8] {
+    match raw.first_chunk::<3>() {
+        Some(&[a, b, c]) => {
+            let len = u32::from_le_bytes([a, b, c, 0]) as usize;
+            raw.get(PACKET_HEADER_LEN..PACKET_HEADER_LEN + len).unwrap_or(&[])
+        }
+        None => &[],
+    }
+}
