@@ -17,7 +17,9 @@
 # Output: a markdown table on stdout and in bench/results/containers-<ts>.md (raw lines in .log).
 #
 # Environment: KEYS (100000) DURATION (8 s) WARMUP (1 s) CONNS ("8 32 128") VALUE_SIZE (100)
-#   SERVER_THREADS (2, sqlcached -t) POOL (8, backend pool_size) WRITERS (4) W_BATCH (1,
+#   SERVER_THREADS (2, sqlcached -t) POOL (8, backend pool_size) WRITERS (4) THREAD_READERS
+#   THREAD_WRITERS (unset: the server's defaults, 2 and 4; per-worker connections for merged reads /
+#   group commit; leave unset for binaries older than them) W_BATCH (1,
 #   w_batch_size: 1 = commit before each reply, as sysbench's autocommit) LG_THREADS (1)
 #   SQLCACHED_BIN (target/release/sqlcached) KEEP=1 keeps the work dir (MariaDB datadir).
 # Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian), cargo (for loadgen).
@@ -38,6 +40,8 @@ VALUE_SIZE=${VALUE_SIZE:-100}
 SERVER_THREADS=${SERVER_THREADS:-2}
 POOL=${POOL:-8}
 WRITERS=${WRITERS:-4}
+THREAD_READERS=${THREAD_READERS:-}
+THREAD_WRITERS=${THREAD_WRITERS:-}
 W_BATCH=${W_BATCH:-1}
 LG_THREADS=${LG_THREADS:-1}
 SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
@@ -134,6 +138,8 @@ kind = "mariadb"
 url = "mysql://$DB_USER:$DB_PASS@127.0.0.1:$DB_PORT/bench"
 pool_size = $POOL
 writers = $WRITERS
+${THREAD_READERS:+thread_readers = $THREAD_READERS}
+${THREAD_WRITERS:+thread_writers = $THREAD_WRITERS}
 plugin_tables = "off"
 
 [options]
@@ -268,7 +274,8 @@ ELAPSED=$(($(date +%s) - START))
   echo
   echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh: binlog ROW, innodb_flush_log_at_trx_commit=1, 64M buffer pool),"
   echo "table bench.demo_test, $KEYS rows, $VALUE_SIZE-byte values, uniform keys; sqlcached $BIN_SHA -t $SERVER_THREADS,"
-  echo "backend pool_size=$POOL writers=$WRITERS w_batch_size=$W_BATCH; $DURATION s measured + $WARMUP s warmup per point;"
+  echo "backend pool_size=$POOL writers=$WRITERS thread_readers=${THREAD_READERS:-default} thread_writers=${THREAD_WRITERS:-default} w_batch_size=$W_BATCH;"
+  echo "$DURATION s measured + $WARMUP s warmup per point;"
   echo "$(nproc) CPUs shared by MariaDB, sqlcached and the client; loadgen threads=$LG_THREADS; sysbench $(sysbench --version | awk '{print $2}') prepared statements."
   echo
   echo "mc = memcached protocol on sqlcached (\`set/get @@demo.key:N\`, container \`demo\`, innodb_only);"

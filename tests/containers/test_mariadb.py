@@ -50,6 +50,17 @@ flags_column = "c3"
 cas_column = "c4"
 expire_column = "c5"
 unique_index = "PRIMARY"
+
+[[container]]
+name = "cached"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+policy = "caching"
+cache_ttl = 3600
 """)
         with start_with(cfg) as s:
             yield db, s
@@ -120,3 +131,28 @@ def test_backend_restart_during_load(mdb, client_of):
     got = db.sql("SELECT c1 FROM test.demo_test WHERE c1 LIKE 'load%'").split()
     missing = [i for i in acked if f"load{i}" not in got]
     assert not missing, missing[:10]
+
+
+def test_caching_follows_the_binlog(mdb, client_of):
+    """SQL writes to a `caching` container's table drop the memory copies (binlog), long
+    before cache_ttl (an hour here)."""
+    db, s = mdb
+    c = client_of(s)
+    assert c.store("set", "@@cached.bl1", "one") == b"STORED"
+    assert c.store("set", "@@cached.bl2", "two") == b"STORED"
+    assert c.value("@@cached.bl1") == b"one"  # now in memory
+    assert c.value("@@cached.bl2") == b"two"
+
+    def eventually(key, want):
+        deadline = time.time() + 10
+        got = c.value(key)
+        while got != want and time.time() < deadline:
+            time.sleep(0.1)
+            got = c.value(key)
+        return got
+
+    db.sql("UPDATE test.demo_test SET c2 = 'changed in sql' WHERE c1 = 'bl1'")
+    assert eventually("@@cached.bl1", b"changed in sql") == b"changed in sql"
+    db.sql("DELETE FROM test.demo_test WHERE c1 = 'bl2'")
+    assert eventually("@@cached.bl2", None) is None
+    assert c.value("@@cached.bl1") == b"changed in sql"

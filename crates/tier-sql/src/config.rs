@@ -71,6 +71,17 @@ pub struct BackendConfig {
     /// goes through the same one). Default: half the pool. SQLite always has 1.
     #[serde(default)]
     pub writers: Option<usize>,
+    /// MySQL with `r_batch_size = 1`: reader connections of each thread that runs
+    /// operations (a server worker): concurrent gets queued on that thread while they are
+    /// busy are merged into one `IN (...)` query. 0: reads go through the shared reader
+    /// connections instead (one backend thread). Default 2.
+    #[serde(default = "default_thread_conns")]
+    pub thread_readers: usize,
+    /// MySQL with `w_batch_size = 1`: writer connections of each such thread; the writes
+    /// queued meanwhile are group-committed (one transaction, committed before any of
+    /// them is acknowledged). 0: writes go through the shared writer connections. Default 4.
+    #[serde(default = "default_thread_writers")]
+    pub thread_writers: usize,
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
     /// Bound on one statement (MySQL) / lock wait (SQLite busy timeout) and on the time an
@@ -90,6 +101,37 @@ pub struct BackendConfig {
 }
 
 fn default_pool_size() -> usize {
+    4
+}
+/// Where and as whom to reach a MySQL backend (for a binlog follower).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlLogin {
+    /// `host:port`.
+    pub address: String,
+    pub user: String,
+    pub password: String,
+}
+
+impl BackendConfig {
+    /// The MySQL backend's TCP address and account from `url` (None for SQLite or a URL
+    /// that does not parse).
+    pub fn mysql_login(&self) -> Option<MysqlLogin> {
+        if self.kind != BackendKind::Mysql {
+            return None;
+        }
+        let o = mysql_async::Opts::from_url(self.url.as_deref()?).ok()?;
+        Some(MysqlLogin {
+            address: format!("{}:{}", o.ip_or_hostname(), o.tcp_port()),
+            user: o.user().unwrap_or_default().to_string(),
+            password: o.pass().unwrap_or_default().to_string(),
+        })
+    }
+}
+
+fn default_thread_conns() -> usize {
+    2
+}
+fn default_thread_writers() -> usize {
     4
 }
 fn default_connect_timeout_ms() -> u64 {

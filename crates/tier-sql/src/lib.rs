@@ -82,7 +82,7 @@ use backend::sqlite::SqliteBackend;
 use backend::Backend;
 pub use backend::BackendStats;
 use config::{from_plugin_rows, resolve_options, OptionsConfig, PluginTables};
-pub use config::{BackendKind, CachePolicy, ContainerDef, Options, PlainKeys, Policy, SqlConfig};
+pub use config::{BackendKind, CachePolicy, ContainerDef, MysqlLogin, Options, PlainKeys, Policy, SqlConfig};
 pub use error::BackendError;
 use ops::{absolute_exptime, unix_now, CasClock, Op, OpResult};
 pub use ops::{ArithOutcome, DeleteOutcome, Row, StoreMode, StoreOutcome};
@@ -242,6 +242,21 @@ impl Container {
     /// `schema.table` as validated.
     pub fn table(&self) -> String {
         format!("{}.{}", self.m.schema, self.m.table)
+    }
+
+    /// The schema (MySQL: database) of the table, as validated.
+    pub fn schema_name(&self) -> &str {
+        &self.m.schema
+    }
+
+    /// The table's name, as validated.
+    pub fn table_name(&self) -> &str {
+        &self.m.table
+    }
+
+    /// The key column's name, as validated.
+    pub fn key_column(&self) -> &str {
+        &self.m.key.name
     }
 
     pub fn has_cas(&self) -> bool {

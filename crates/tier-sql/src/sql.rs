@@ -49,6 +49,12 @@ pub struct Statements {
     cols: String,
     table: String,
     key: String,
+    /// `(?, ?, ...)`: one row of the insert columns (= `cols`).
+    row_marks: String,
+    /// `c = VALUES(c), ...` for every column but the key (multi-row upsert).
+    upsert_sets: String,
+    /// The same, but the cas column (if any) set to `GREATEST(VALUES(c), c + 1)`.
+    set_sets: String,
     /// `SELECT cols FROM t WHERE k = ?`
     pub select: String,
     /// The same, locking the row for the writer (`FOR UPDATE` on MySQL).
@@ -100,6 +106,17 @@ impl Statements {
         };
         let marks = vec!["?"; all.len()].join(", ");
         let insert = format!("INSERT INTO {table} ({cols}) VALUES ({marks})");
+        let row_marks = format!("({marks})");
+        let upsert_sets: Vec<String> = all[1..].iter().map(|c| format!("{0} = VALUES({0})", c.quoted)).collect();
+        let upsert_sets = upsert_sets.join(", ");
+        let set_sets: Vec<String> = all[1..]
+            .iter()
+            .map(|c| match cas {
+                Some(k) if k.quoted == c.quoted => format!("{0} = GREATEST(VALUES({0}), {0} + 1)", c.quoted),
+                _ => format!("{0} = VALUES({0})", c.quoted),
+            })
+            .collect();
+        let set_sets = set_sets.join(", ");
         let sets: Vec<String> = all[1..].iter().map(|c| format!("{} = ?", c.quoted)).collect();
         let update = format!("UPDATE {table} SET {} WHERE {k} = ?", sets.join(", "));
         let touch = expire.map(|e| format!("UPDATE {table} SET {} = ? WHERE {k} = ?", e.quoted));
@@ -117,6 +134,9 @@ impl Statements {
             cols,
             table: table.to_string(),
             key: k.clone(),
+            row_marks,
+            upsert_sets,
+            set_sets,
             select,
             select_for_write,
             insert,
@@ -132,6 +152,34 @@ impl Statements {
     pub fn select_in(&self, n: usize) -> String {
         let marks = vec!["?"; n].join(", ");
         format!("SELECT {} FROM {} WHERE {} IN ({marks})", self.cols, self.table, self.key)
+    }
+
+    /// The same, locking the rows (MySQL group commit).
+    pub fn select_in_for_update(&self, n: usize) -> String {
+        format!("{} FOR UPDATE", self.select_in(n))
+    }
+
+    /// `INSERT INTO t (cols) VALUES (...), ... n rows` (new rows of a group commit).
+    pub fn insert_rows(&self, n: usize) -> String {
+        format!("INSERT INTO {} ({}) VALUES {}", self.table, self.cols, vec![&self.row_marks[..]; n].join(", "))
+    }
+
+    /// `INSERT ... n rows ON DUPLICATE KEY UPDATE c = VALUES(c), ...` (MySQL): rewrites
+    /// rows the group holds locked, all mapped columns at once.
+    pub fn upsert_rows(&self, n: usize) -> String {
+        format!("{} ON DUPLICATE KEY UPDATE {}", self.insert_rows(n), self.upsert_sets)
+    }
+
+    /// `INSERT ... n rows ON DUPLICATE KEY UPDATE`, the cas column kept above its previous
+    /// value: plain `set`s without reading the rows first (MySQL). No padding: a repeated
+    /// row would bump the cas again.
+    pub fn set_rows(&self, n: usize) -> String {
+        format!("{} ON DUPLICATE KEY UPDATE {}", self.insert_rows(n), self.set_sets)
+    }
+
+    /// `DELETE FROM t WHERE k IN (?, ... n times)`.
+    pub fn delete_in(&self, n: usize) -> String {
+        format!("DELETE FROM {} WHERE {} IN ({})", self.table, self.key, vec!["?"; n].join(", "))
     }
 }
 

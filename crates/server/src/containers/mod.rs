@@ -11,7 +11,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use engine::ops::{self as eops, GetOptions};
 use engine::{Engine, EngineConfig};
 use tier_sql::{
     ArithOutcome, BackendError, CachePolicy, Container, Containers, DeleteOutcome, PlainKeys, Row, SqlConfig,
@@ -20,12 +19,14 @@ use tier_sql::{
 
 use crate::ctx::Ctx;
 
+pub mod binlog;
+mod cache;
+pub mod stats;
+use self::cache::{caching_op, memory_op};
+use self::stats::{ContainerStats, Counted};
+
 /// A container command in flight: resolves to its reply bytes.
 pub type Job = Pin<Box<dyn Future<Output = Vec<u8>> + Send>>;
-
-/// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
-/// backend cas and absolute exptime (so a hit answers what the table would).
-const CACHE_HEADER: usize = 16;
 
 /// The loaded containers and their memory copies.
 pub struct Sql {
@@ -33,8 +34,13 @@ pub struct Sql {
     list: Vec<Container>,
     /// One private engine per container whose policy uses memory (cache_only/caching):
     /// container keys never share a namespace with client keys.
-    caches: Vec<Option<Engine>>,
+    caches: Vec<Option<Arc<Engine>>>,
     default: usize,
+    /// MariaDB/MySQL with `caching` containers: drops memory copies of rows changed in
+    /// the binlog (`binlog`); kept alive with the containers.
+    _follower: Option<::binlog::Follower>,
+    /// Per-container counters, for `stats` ([`Sql::stats_lines`]).
+    counters: Vec<ContainerStats>,
 }
 
 /// Where one key goes.
@@ -152,7 +158,7 @@ pub fn load(path: &str, main: &Engine) -> Result<Sql, String> {
                 .iter()
                 .any(|p| matches!(p, CachePolicy::CacheOnly | CachePolicy::Caching))
                 .then(|| {
-                    Engine::with_clock(
+                    Arc::new(Engine::with_clock(
                         EngineConfig {
                             memory_limit: per,
                             item_size_max: main.config().item_size_max,
@@ -161,11 +167,26 @@ pub fn load(path: &str, main: &Engine) -> Result<Sql, String> {
                             shards: 16,
                         },
                         main.clock().clone(),
-                    )
+                    ))
                 })
         })
         .collect();
-    Ok(Sql { set, list, caches, default })
+    let counters = list.iter().map(|_| ContainerStats::default()).collect();
+    let watched: Vec<self::binlog::Watched> = list
+        .iter()
+        .zip(&caches)
+        .filter(|(c, _)| c.policy().get == CachePolicy::Caching)
+        .filter_map(|(c, e): (&Container, &Option<Arc<Engine>>)| {
+            Some(self::binlog::Watched {
+                db: c.schema_name().to_string(),
+                table: c.table_name().to_string(),
+                key_column: c.key_column().to_string(),
+                cache: e.clone()?,
+            })
+        })
+        .collect();
+    let follower = cfg.backend.mysql_login().and_then(|login| self::binlog::start(login, watched));
+    Ok(Sql { set, list, caches, default, _follower: follower, counters })
 }
 
 impl Sql {
@@ -228,8 +249,40 @@ impl Sql {
         Fail::Client(format!("no key after container name '{}' (connection now bound to it)", self.name(i)))
     }
 
-    /// Run one operation on container `i` under its policy.
+    /// `stats` lines for the containers (names in `stats`): the caller writes
+    /// each as `STAT <name> <value>`.
+    pub fn stats_lines(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for (c, s) in self.list.iter().zip(&self.counters) {
+            s.lines(c.name(), &mut out);
+        }
+        self::stats::backend_lines(&self.set.stats(), &mut out);
+        out
+    }
+
+    /// Run one operation on container `i` under its policy, counting it.
     pub async fn run(self: Arc<Self>, i: usize, op: Op) -> Result<Out, Fail> {
+        let kind = match &op {
+            Op::Get { touch: None, .. } => None,
+            Op::Get { .. } | Op::Store { .. } | Op::Arith { .. } | Op::Touch { .. } => Some(Counted::Write),
+            Op::Delete { .. } => Some(Counted::Delete),
+            Op::Flush => Some(Counted::Flush),
+        };
+        let r = self.clone().run_uncounted(i, op).await;
+        let s = &self.counters[i];
+        match (&r, kind) {
+            (Err(_), _) => s.count(Counted::Error),
+            (Ok(Out::Rows(rows)), None) => {
+                let hits = rows.iter().filter(|r| r.is_some()).count() as u64;
+                s.count(Counted::Get { keys: rows.len() as u64, hits })
+            }
+            (Ok(_), Some(k)) => s.count(k),
+            (Ok(_), None) => {}
+        }
+        r
+    }
+
+    async fn run_uncounted(self: Arc<Self>, i: usize, op: Op) -> Result<Out, Fail> {
         let c = &self.list[i];
         let p = c.policy();
         let policy = match &op {
@@ -238,7 +291,7 @@ impl Sql {
             Op::Delete { .. } => p.delete,
             Op::Flush => p.flush,
         };
-        let cache = self.caches[i].as_ref();
+        let cache = self.caches[i].as_deref();
         match (policy, cache) {
             (CachePolicy::Disabled, _) => Err(Fail::Server(format!("operation disabled for container {}", c.name()))),
             (CachePolicy::CacheOnly, Some(e)) => memory_op(e, op),
@@ -248,7 +301,7 @@ impl Sql {
     }
 }
 
-async fn backend_op(c: &Container, op: Op) -> Result<Out, Fail> {
+pub(crate) async fn backend_op(c: &Container, op: Op) -> Result<Out, Fail> {
     Ok(match op {
         Op::Get { keys, touch: None } => {
             let ks: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
@@ -272,151 +325,4 @@ async fn backend_op(c: &Container, op: Op) -> Result<Out, Fail> {
             Out::Done
         }
     })
-}
-
-fn row_of(e: &Engine, it: &engine::item::Item) -> Row {
-    let exptime = if it.exptime == 0 { 0 } else { e.clock().to_unix(it.exptime) };
-    Row { value: it.value().to_vec(), flags: it.flags, cas: it.cas, exptime }
-}
-
-/// `cache_only`: the container's private engine, memcached's semantics.
-fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
-    Ok(match op {
-        Op::Get { keys, touch } => Out::Rows(
-            keys.iter().map(|k| eops::get(e, k, GetOptions { touch }, |it| it.map(|it| row_of(e, it)))).collect(),
-        ),
-        Op::Store { mode, key, value, flags, exptime, cas } => {
-            let mode = match mode {
-                StoreMode::Set => eops::StoreMode::Set,
-                StoreMode::Add => eops::StoreMode::Add,
-                StoreMode::Replace => eops::StoreMode::Replace,
-                StoreMode::Append => eops::StoreMode::Append,
-                StoreMode::Prepend => eops::StoreMode::Prepend,
-                StoreMode::Cas => eops::StoreMode::Cas,
-            };
-            let req = eops::StoreRequest {
-                mode,
-                key: &key,
-                value: &value,
-                flags,
-                exptime,
-                cas,
-                set_stale: false,
-                vivify: None,
-                key_binary: false,
-            };
-            Out::Store(match eops::store(e, &req) {
-                eops::StoreOutcome::Stored(cas) => StoreOutcome::Stored { cas },
-                eops::StoreOutcome::NotStored => StoreOutcome::NotStored,
-                eops::StoreOutcome::Exists => StoreOutcome::Exists,
-                eops::StoreOutcome::NotFound => StoreOutcome::NotFound,
-                eops::StoreOutcome::NoMemory => return Err(Fail::Server("out of memory storing object".into())),
-            })
-        }
-        Op::Delete { key, cas } => Out::Delete(match eops::delete(e, &key, cas) {
-            eops::DeleteOutcome::Deleted => DeleteOutcome::Deleted,
-            eops::DeleteOutcome::Exists => DeleteOutcome::Exists,
-            _ => DeleteOutcome::NotFound,
-        }),
-        Op::Arith { key, incr, delta, init } => {
-            let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
-            Out::Arith(match eops::arith(e, &req) {
-                eops::ArithOutcome::Done { value, cas, .. } => ArithOutcome::Value { value, cas },
-                eops::ArithOutcome::NonNumeric => ArithOutcome::NonNumeric,
-                eops::ArithOutcome::NoMemory => return Err(Fail::Server("out of memory".into())),
-                _ => ArithOutcome::NotFound,
-            })
-        }
-        Op::Touch { key, exptime } => {
-            Out::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, |it| it.map(|it| row_of(e, it))))
-        }
-        Op::Flush => {
-            e.flush_all(0);
-            Out::Done
-        }
-    })
-}
-
-/// A cached copy of a row (`caching`), if present.
-fn cached(e: &Engine, key: &[u8]) -> Option<Row> {
-    eops::get(e, key, GetOptions { touch: None }, |it| {
-        let it = it?;
-        let v = it.value();
-        (v.len() >= CACHE_HEADER).then(|| Row {
-            cas: u64::from_be_bytes(v[..8].try_into().unwrap_or_default()),
-            exptime: i64::from_be_bytes(v[8..16].try_into().unwrap_or_default()),
-            flags: it.flags,
-            value: v[CACHE_HEADER..].to_vec(),
-        })
-    })
-}
-
-/// Keep a row in memory for at most `cache_ttl` (and not past the row's own expiry).
-fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
-    let mut ttl = c.cache_ttl().as_secs() as i64;
-    if row.exptime > 0 {
-        ttl = ttl.min(row.exptime - e.clock().unix_now());
-    }
-    if ttl <= 0 {
-        return;
-    }
-    let mut v = Vec::with_capacity(CACHE_HEADER + row.value.len());
-    v.extend_from_slice(&row.cas.to_be_bytes());
-    v.extend_from_slice(&row.exptime.to_be_bytes());
-    v.extend_from_slice(&row.value);
-    let req = eops::StoreRequest {
-        mode: eops::StoreMode::Set,
-        key,
-        value: &v,
-        flags: row.flags,
-        exptime: ttl,
-        cas: 0,
-        set_stale: false,
-        vivify: None,
-        key_binary: false,
-    };
-    let _ = eops::store(e, &req);
-}
-
-/// `caching`: reads from memory first (a miss reads the table and fills memory for at
-/// most `cache_ttl`); writes go to the table first, then drop the memory copy (the next
-/// read refills it); flush empties both.
-async fn caching_op(c: &Container, e: &Engine, op: Op) -> Result<Out, Fail> {
-    match op {
-        Op::Get { keys, touch: None } => {
-            let mut rows: Vec<Option<Row>> = keys.iter().map(|k| cached(e, k)).collect();
-            let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
-            if !miss.is_empty() {
-                let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();
-                let got = c.get_many(&ks).await?;
-                for (j, r) in miss.into_iter().zip(got) {
-                    if let Some(r) = &r {
-                        fill(c, e, &keys[j], r);
-                    }
-                    rows[j] = r;
-                }
-            }
-            Ok(Out::Rows(rows))
-        }
-        Op::Flush => {
-            let r = backend_op(c, Op::Flush).await;
-            e.flush_all(0);
-            r
-        }
-        op => {
-            let keys: Vec<Vec<u8>> = match &op {
-                Op::Get { keys, .. } => keys.clone(),
-                Op::Store { key, .. } | Op::Delete { key, .. } | Op::Arith { key, .. } | Op::Touch { key, .. } => {
-                    vec![key.clone()]
-                }
-                Op::Flush => Vec::new(),
-            };
-            let r = backend_op(c, op).await;
-            // Dropped whatever the outcome: a failed write may still have happened.
-            for k in &keys {
-                e.access(k).remove();
-            }
-            r
-        }
-    }
 }

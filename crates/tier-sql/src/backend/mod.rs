@@ -12,6 +12,8 @@
 //!   their writer lane (no reply awaited).
 //! * Flush first makes every lane commit, then empties the table on writer lane 0.
 
+mod group;
+mod local;
 pub(crate) mod mysql;
 pub(crate) mod sqlite;
 
@@ -86,7 +88,7 @@ impl Drop for LoadGuard {
     }
 }
 
-fn stopped() -> BackendError {
+pub(crate) fn stopped() -> BackendError {
     BackendError::Unavailable("the SQL backend has stopped".into())
 }
 
@@ -102,6 +104,11 @@ impl Router {
     pub fn new(writers: Vec<Lane>, readers: Vec<Lane>, queue_timeout: Duration) -> Router {
         assert!(!writers.is_empty() && !readers.is_empty());
         Router { writers, readers, queue_timeout, next: AtomicUsize::new(0) }
+    }
+
+    /// Does any writer connection hold acknowledged, uncommitted writes (`w_batch_size` > 1)?
+    pub fn any_dirty(&self) -> bool {
+        self.writers.iter().any(|l| l.dirty.load(Ordering::Acquire))
     }
 
     fn writer_for(&self, m: &Mapping, key: &[u8]) -> usize {

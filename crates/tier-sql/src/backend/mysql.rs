@@ -23,6 +23,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Transaction, TxOpts, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use super::local::Local;
 use super::{deadline_passed, queue_timeout_error, Backend, BackendStats, BoxFuture, Job, Lane, Router, Stats};
 use crate::batch::{Batch, TICK};
 use crate::config::{BackendConfig, Options, PluginRows, Record};
@@ -31,14 +32,14 @@ use crate::ops::{plan, unix_now, CasClock, Existing, NewRow, Op, OpResult, Write
 use crate::sql::{in_chunks, Dialect};
 use crate::validate::{mysql_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
 
-const ER_DUP_ENTRY: u16 = 1062;
-const ER_LOCK_DEADLOCK: u16 = 1213;
+pub(super) const ER_DUP_ENTRY: u16 = 1062;
+pub(super) const ER_LOCK_DEADLOCK: u16 = 1213;
 /// How long operations fail fast after a failed connect.
 const DOWN_HOLD: Duration = Duration::from_secs(1);
 
 /// A failed statement.
 #[derive(Debug)]
-enum MyErr {
+pub(super) enum MyErr {
     /// The connection is unusable (I/O error, timeout, protocol): drop it.
     Fatal(String),
     /// The server refused the statement; the connection is fine.
@@ -47,8 +48,17 @@ enum MyErr {
     Request(BackendError),
 }
 
+/// How a statement timeout's message starts.
+const NO_ANSWER: &str = "no answer within";
+
 impl MyErr {
-    fn into_backend(self) -> BackendError {
+    /// A connection found dead at once (not a statement that ran out of time): worth
+    /// one more try on a new connection when nothing was at stake.
+    pub(super) fn dead_at_once(&self) -> bool {
+        matches!(self, MyErr::Fatal(s) if !s.starts_with(NO_ANSWER))
+    }
+
+    pub(super) fn into_backend(self) -> BackendError {
         match self {
             MyErr::Fatal(s) => BackendError::Unavailable(format!("MySQL: {s}")),
             MyErr::Server { msg, .. } => BackendError::Sql(format!("MySQL: {msg}")),
@@ -57,7 +67,7 @@ impl MyErr {
     }
 }
 
-fn classify(e: mysql_async::Error) -> MyErr {
+pub(super) fn classify(e: mysql_async::Error) -> MyErr {
     match &e {
         mysql_async::Error::Server(s) => MyErr::Server { code: s.code, msg: e.to_string() },
         _ => MyErr::Fatal(e.to_string()),
@@ -65,22 +75,22 @@ fn classify(e: mysql_async::Error) -> MyErr {
 }
 
 /// What all lanes share.
-struct Shared {
+pub(super) struct Shared {
     pool: Pool,
-    stats: Arc<Stats>,
-    clock: Arc<CasClock>,
+    pub(super) stats: Arc<Stats>,
+    pub(super) clock: Arc<CasClock>,
     connect_timeout: Duration,
-    query_timeout: Duration,
+    pub(super) query_timeout: Duration,
     /// Set after a failed connect: until then, fail at once with this message.
     down: Mutex<Option<(Instant, String)>>,
 }
 
 impl Shared {
-    async fn timed<T>(&self, fut: impl Future<Output = mysql_async::Result<T>>) -> Result<T, MyErr> {
+    pub(super) async fn timed<T>(&self, fut: impl Future<Output = mysql_async::Result<T>>) -> Result<T, MyErr> {
         match tokio::time::timeout(self.query_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e)),
-            Err(_) => Err(MyErr::Fatal(format!("no answer within {} ms", self.query_timeout.as_millis()))),
+            Err(_) => Err(MyErr::Fatal(format!("{NO_ANSWER} {} ms", self.query_timeout.as_millis()))),
         }
     }
 
@@ -104,7 +114,10 @@ impl Shared {
 
     /// Runs `connect` (a pool checkout) bounded by the connect timeout; a failure holds
     /// further attempts off for a second.
-    async fn connect<T>(&self, connect: impl Future<Output = mysql_async::Result<T>>) -> Result<T, BackendError> {
+    pub(super) async fn connect<T>(
+        &self,
+        connect: impl Future<Output = mysql_async::Result<T>>,
+    ) -> Result<T, BackendError> {
         self.check_down()?;
         match tokio::time::timeout(self.connect_timeout, connect).await {
             Ok(Ok(c)) => Ok(c),
@@ -162,7 +175,7 @@ fn val_string(v: Option<&Value>) -> Option<String> {
     v.and_then(val_bytes).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
-fn decode(m: &Mapping, r: &mysql_async::Row) -> (Vec<u8>, Existing) {
+pub(super) fn decode(m: &Mapping, r: &mysql_async::Row) -> (Vec<u8>, Existing) {
     let l = &m.sql.layout;
     let get = |i: usize| r.as_ref(i).unwrap_or(&Value::NULL);
     let key = val_bytes(get(0)).unwrap_or_default();
@@ -177,11 +190,11 @@ fn decode(m: &Mapping, r: &mysql_async::Row) -> (Vec<u8>, Existing) {
     (key, existing)
 }
 
-fn key_param(key: &[u8]) -> Value {
+pub(super) fn key_param(key: &[u8]) -> Value {
     Value::Bytes(key.to_vec())
 }
 
-fn row_params(m: &Mapping, row: &NewRow, out: &mut Vec<Value>) {
+pub(super) fn row_params(m: &Mapping, row: &NewRow, out: &mut Vec<Value>) {
     for p in &row.parts {
         out.push(match p {
             Some(v) => Value::Bytes(v.clone()),
@@ -199,7 +212,7 @@ fn row_params(m: &Mapping, row: &NewRow, out: &mut Vec<Value>) {
     }
 }
 
-async fn select_one<Q: Queryable>(
+pub(super) async fn select_one<Q: Queryable>(
     sh: &Shared,
     q: &mut Q,
     m: &Mapping,
@@ -210,7 +223,12 @@ async fn select_one<Q: Queryable>(
     Ok(rows.first().map(|r| decode(m, r).1))
 }
 
-async fn read_rows<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, keys: &[Vec<u8>]) -> Result<OpResult, MyErr> {
+pub(super) async fn read_rows<Q: Queryable>(
+    sh: &Shared,
+    q: &mut Q,
+    m: &Mapping,
+    keys: &[Vec<u8>],
+) -> Result<OpResult, MyErr> {
     let now = unix_now();
     let mut found: HashMap<Vec<u8>, Existing> = HashMap::new();
     if keys.len() == 1 {
@@ -285,7 +303,7 @@ async fn apply<Q: Queryable>(
 /// One write inside the lane's open transaction: lock-read the row, decide, run at most
 /// one statement. An INSERT that meets a row another client inserted meanwhile (READ
 /// COMMITTED takes no gap lock) is decided again once.
-async fn run_write<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, op: &Op) -> Result<OpResult, MyErr> {
+pub(super) async fn run_write<Q: Queryable>(sh: &Shared, q: &mut Q, m: &Mapping, op: &Op) -> Result<OpResult, MyErr> {
     let key = op.key().expect("write op has a key");
     let mut retried = false;
     loop {
@@ -474,6 +492,10 @@ impl MyLane {
 pub(crate) struct MysqlBackend {
     router: Router,
     sh: Arc<Shared>,
+    /// The per-thread path (reads with `r_batch_size` 1, writes with `w_batch_size` 1).
+    local: Arc<Local>,
+    local_reads: bool,
+    local_writes: bool,
     rt: tokio::runtime::Handle,
     default_db: Option<String>,
 }
@@ -487,6 +509,12 @@ impl MysqlBackend {
         let readers = cfg.pool_size.saturating_sub(writers).max(1);
         let lock_wait = cfg.query_timeout_ms.div_ceil(1000).max(1);
         let constraints = PoolConstraints::new(0, writers + readers + 2).expect("valid pool constraints");
+        let session = vec![
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
+            format!("SET SESSION innodb_lock_wait_timeout = {lock_wait}"),
+            format!("SET SESSION lock_wait_timeout = {lock_wait}"),
+        ];
+        let conn_opts: Opts = OptsBuilder::from_opts(base.clone()).stmt_cache_size(256).init(session.clone()).into();
         let opts_b = OptsBuilder::from_opts(base)
             // A non-zero inactive TTL makes the pool keep up to `max` idle connections
             // (with 0, mysql_async closes every connection above `min` as it comes back,
@@ -498,11 +526,7 @@ impl MysqlBackend {
                     .with_inactive_connection_ttl(Duration::from_secs(300)),
             )
             .stmt_cache_size(256)
-            .init(vec![
-                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
-                format!("SET SESSION innodb_lock_wait_timeout = {lock_wait}"),
-                format!("SET SESSION lock_wait_timeout = {lock_wait}"),
-            ]);
+            .init(session);
         let connect_timeout = Duration::from_millis(cfg.connect_timeout_ms);
         let query_timeout = Duration::from_millis(cfg.query_timeout_ms);
         let (w_batch, r_batch, interval) = (opts.w_batch_size, opts.r_batch_size, opts.bk_commit_interval);
@@ -563,7 +587,10 @@ impl MysqlBackend {
             .map_err(|e| format!("cannot start the MySQL thread: {e}"))?;
         let (w, r, sh, rt) = ready_rx.await.map_err(|_| "MySQL thread died at start".to_string())??;
         let router = Router::new(w, r, query_timeout);
-        Ok(MysqlBackend { router, sh, rt, default_db })
+        let local = Arc::new(Local::new(sh.clone(), conn_opts, cfg.thread_readers, cfg.thread_writers));
+        let local_reads = r_batch == 1 && cfg.thread_readers > 0;
+        let local_writes = w_batch == 1 && cfg.thread_writers > 0;
+        Ok(MysqlBackend { router, sh, local, local_reads, local_writes, rt, default_db })
     }
 
     /// Runs start-up work on the backend's runtime with a pooled connection.
@@ -733,5 +760,18 @@ impl Backend for MysqlBackend {
 
     fn stats(&self) -> BackendStats {
         self.sh.stats.snapshot()
+    }
+
+    /// Reads and writes with batch size 1 run on the caller's thread ([`Local`]); batched
+    /// ones, reads of keys with uncommitted batched writes, and flush go to the lanes.
+    fn execute(&self, mapping: Arc<Mapping>, op: Op) -> BoxFuture<'_, Result<OpResult, BackendError>> {
+        match &op {
+            Op::Get { .. } if self.local_reads && !self.router.any_dirty() => {
+                Box::pin(self.local.clone().read(mapping, op))
+            }
+            Op::Get { .. } | Op::Flush => Box::pin(self.router.execute(mapping, op)),
+            _ if self.local_writes => Box::pin(self.local.clone().write(mapping, op)),
+            _ => Box::pin(self.router.execute(mapping, op)),
+        }
     }
 }

@@ -1,0 +1,86 @@
+//! Binlog invalidation for the `caching` policy on MariaDB/MySQL (crate `binlog`): a
+//! change made to a container's table by anyone (SQL clients included) drops the memory
+//! copies of the changed keys as soon as the follower reads it, instead of leaving them
+//! stale for up to `cache_ttl`.
+//!
+//! * Row events (`binlog_format = ROW`): every row image's key column value (before and
+//!   after images) is removed from that container's memory copy.
+//! * A change to the whole table (TRUNCATE, DDL, statement-format DML), the database, or
+//!   anything (a gap in the stream) empties the memory copy of every container concerned;
+//!   so does a broken stream (changes may be missed until the follower is back).
+//! * Keys are matched byte for byte as the binlog gives them (integers as decimal
+//!   digits): with a case-insensitive key collation a copy cached under another spelling
+//!   of the key still waits for `cache_ttl`.
+//! * Needs an account with replication rights (REPLICATION SLAVE, BINLOG MONITOR); without
+//!   them the follower keeps retrying and `cache_ttl` remains the only bound.
+
+use std::sync::Arc;
+
+use ::binlog::{Change, Follower, Value};
+use engine::Engine;
+use tier_sql::MysqlLogin;
+
+/// One `caching` container's table and its memory copy.
+pub struct Watched {
+    /// Database of the table.
+    pub db: String,
+    /// Table name.
+    pub table: String,
+    /// Key column name.
+    pub key_column: String,
+    /// The container's memory copy.
+    pub cache: Arc<Engine>,
+}
+
+/// The bytes a memcached key has for a key column value (None: NULL).
+fn key_bytes(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::Null => None,
+        Value::Int(i) => Some(i.to_string().into_bytes()),
+        Value::UInt(u) => Some(u.to_string().into_bytes()),
+        Value::Bytes(b) => Some(b.clone()),
+        Value::Other(s) => Some(s.clone().into_bytes()),
+    }
+}
+
+/// Applies one change to the memory copies.
+pub fn apply(watched: &[Watched], change: &Change) {
+    let same =
+        |w: &Watched, db: &str, table: &str| w.db.eq_ignore_ascii_case(db) && w.table.eq_ignore_ascii_case(table);
+    match change {
+        Change::Rows { db, table, schema, rows } => {
+            for w in watched.iter().filter(|w| same(w, db, table)) {
+                match schema.columns.iter().position(|c| c.eq_ignore_ascii_case(&w.key_column)) {
+                    Some(i) => {
+                        for k in rows.iter().filter_map(|r| r.get(i).and_then(key_bytes)) {
+                            w.cache.access(&k).remove();
+                        }
+                    }
+                    None => w.cache.flush_all(0),
+                }
+            }
+        }
+        Change::Table { db, table } => watched.iter().filter(|w| same(w, db, table)).for_each(|w| w.cache.flush_all(0)),
+        Change::Database { db } => {
+            watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(|w| w.cache.flush_all(0))
+        }
+        Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(|w| w.cache.flush_all(0)),
+        _ => {}
+    }
+}
+
+/// Starts following the backend's binlog for `watched` (None if there is nothing to
+/// watch).
+pub fn start(login: MysqlLogin, watched: Vec<Watched>) -> Option<Follower> {
+    if watched.is_empty() {
+        return None;
+    }
+    let cfg = ::binlog::Config {
+        backend: login.address,
+        user: login.user,
+        password: login.password,
+        // Distinct from the server's own id and from other sqlcached processes'.
+        server_id: 0x5C00_0000 | (std::process::id() & 0xFF_FFFF),
+    };
+    Some(Follower::spawn(cfg, move |change| apply(&watched, &change)))
+}

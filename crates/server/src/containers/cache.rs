@@ -1,0 +1,159 @@
+//! The memory side of the container policies: `cache_only` (a private engine with
+//! memcached's semantics) and `caching` (that engine in front of the table).
+
+use engine::ops::{self as eops, GetOptions};
+use engine::Engine;
+use tier_sql::{ArithOutcome, Container, DeleteOutcome, Row, StoreMode, StoreOutcome};
+
+use super::{backend_op, Fail, Op, Out};
+
+/// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
+/// backend cas and absolute exptime (so a hit answers what the table would).
+const CACHE_HEADER: usize = 16;
+
+fn row_of(e: &Engine, it: &engine::item::Item) -> Row {
+    let exptime = if it.exptime == 0 { 0 } else { e.clock().to_unix(it.exptime) };
+    Row { value: it.value().to_vec(), flags: it.flags, cas: it.cas, exptime }
+}
+
+/// `cache_only`: the container's private engine, memcached's semantics.
+pub(crate) fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
+    Ok(match op {
+        Op::Get { keys, touch } => Out::Rows(
+            keys.iter().map(|k| eops::get(e, k, GetOptions { touch }, |it| it.map(|it| row_of(e, it)))).collect(),
+        ),
+        Op::Store { mode, key, value, flags, exptime, cas } => {
+            let mode = match mode {
+                StoreMode::Set => eops::StoreMode::Set,
+                StoreMode::Add => eops::StoreMode::Add,
+                StoreMode::Replace => eops::StoreMode::Replace,
+                StoreMode::Append => eops::StoreMode::Append,
+                StoreMode::Prepend => eops::StoreMode::Prepend,
+                StoreMode::Cas => eops::StoreMode::Cas,
+            };
+            let req = eops::StoreRequest {
+                mode,
+                key: &key,
+                value: &value,
+                flags,
+                exptime,
+                cas,
+                set_stale: false,
+                vivify: None,
+                key_binary: false,
+            };
+            Out::Store(match eops::store(e, &req) {
+                eops::StoreOutcome::Stored(cas) => StoreOutcome::Stored { cas },
+                eops::StoreOutcome::NotStored => StoreOutcome::NotStored,
+                eops::StoreOutcome::Exists => StoreOutcome::Exists,
+                eops::StoreOutcome::NotFound => StoreOutcome::NotFound,
+                eops::StoreOutcome::NoMemory => return Err(Fail::Server("out of memory storing object".into())),
+            })
+        }
+        Op::Delete { key, cas } => Out::Delete(match eops::delete(e, &key, cas) {
+            eops::DeleteOutcome::Deleted => DeleteOutcome::Deleted,
+            eops::DeleteOutcome::Exists => DeleteOutcome::Exists,
+            _ => DeleteOutcome::NotFound,
+        }),
+        Op::Arith { key, incr, delta, init } => {
+            let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
+            Out::Arith(match eops::arith(e, &req) {
+                eops::ArithOutcome::Done { value, cas, .. } => ArithOutcome::Value { value, cas },
+                eops::ArithOutcome::NonNumeric => ArithOutcome::NonNumeric,
+                eops::ArithOutcome::NoMemory => return Err(Fail::Server("out of memory".into())),
+                _ => ArithOutcome::NotFound,
+            })
+        }
+        Op::Touch { key, exptime } => {
+            Out::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, |it| it.map(|it| row_of(e, it))))
+        }
+        Op::Flush => {
+            e.flush_all(0);
+            Out::Done
+        }
+    })
+}
+
+/// A cached copy of a row (`caching`), if present.
+fn cached(e: &Engine, key: &[u8]) -> Option<Row> {
+    eops::get(e, key, GetOptions { touch: None }, |it| {
+        let it = it?;
+        let v = it.value();
+        (v.len() >= CACHE_HEADER).then(|| Row {
+            cas: u64::from_be_bytes(v[..8].try_into().unwrap_or_default()),
+            exptime: i64::from_be_bytes(v[8..16].try_into().unwrap_or_default()),
+            flags: it.flags,
+            value: v[CACHE_HEADER..].to_vec(),
+        })
+    })
+}
+
+/// Keep a row in memory for at most `cache_ttl` (and not past the row's own expiry).
+fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
+    let mut ttl = c.cache_ttl().as_secs() as i64;
+    if row.exptime > 0 {
+        ttl = ttl.min(row.exptime - e.clock().unix_now());
+    }
+    if ttl <= 0 {
+        return;
+    }
+    let mut v = Vec::with_capacity(CACHE_HEADER + row.value.len());
+    v.extend_from_slice(&row.cas.to_be_bytes());
+    v.extend_from_slice(&row.exptime.to_be_bytes());
+    v.extend_from_slice(&row.value);
+    let req = eops::StoreRequest {
+        mode: eops::StoreMode::Set,
+        key,
+        value: &v,
+        flags: row.flags,
+        exptime: ttl,
+        cas: 0,
+        set_stale: false,
+        vivify: None,
+        key_binary: false,
+    };
+    let _ = eops::store(e, &req);
+}
+
+/// `caching`: reads from memory first (a miss reads the table and fills memory for at
+/// most `cache_ttl`); writes go to the table first, then drop the memory copy (the next
+/// read refills it); flush empties both.
+pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Op) -> Result<Out, Fail> {
+    match op {
+        Op::Get { keys, touch: None } => {
+            let mut rows: Vec<Option<Row>> = keys.iter().map(|k| cached(e, k)).collect();
+            let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
+            if !miss.is_empty() {
+                let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();
+                let got = c.get_many(&ks).await?;
+                for (j, r) in miss.into_iter().zip(got) {
+                    if let Some(r) = &r {
+                        fill(c, e, &keys[j], r);
+                    }
+                    rows[j] = r;
+                }
+            }
+            Ok(Out::Rows(rows))
+        }
+        Op::Flush => {
+            let r = backend_op(c, Op::Flush).await;
+            e.flush_all(0);
+            r
+        }
+        op => {
+            let keys: Vec<Vec<u8>> = match &op {
+                Op::Get { keys, .. } => keys.clone(),
+                Op::Store { key, .. } | Op::Delete { key, .. } | Op::Arith { key, .. } | Op::Touch { key, .. } => {
+                    vec![key.clone()]
+                }
+                Op::Flush => Vec::new(),
+            };
+            let r = backend_op(c, op).await;
+            // Dropped whatever the outcome: a failed write may still have happened.
+            for k in &keys {
+                e.access(k).remove();
+            }
+            r
+        }
+    }
+}
