@@ -3,6 +3,8 @@
 # themselves go offline-fast:
 #   tests/clients/test_java_spymemcached.py  (Maven project tests/clients/java: spymemcached + JUnit 5)
 #   tests/clients/test_go_gomemcache.py      (Go module tests/clients/go: bradfitz/gomemcache)
+#   tests/querycache/test_client_java.py     (Maven project tests/clients/mysql/java: Connector/J + JUnit 5)
+#   tests/querycache/test_client_go.py       (Go module tests/clients/mysql/go: go-sql-driver/mysql)
 # Idempotent: with everything already in ~/.m2 and the Go module cache it only checks, in a few seconds.
 # Installs Maven/JDK/Go from Debian only if they are missing (the polyglot machine ships them).
 set -euo pipefail
@@ -10,6 +12,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JAVA_DIR="$ROOT/tests/clients/java"
 GO_DIR="$ROOT/tests/clients/go"
+MYSQL_JAVA_DIR="$ROOT/tests/clients/mysql/java"
+MYSQL_GO_DIR="$ROOT/tests/clients/mysql/go"
 
 log() { printf '[deps-clients] %s\n' "$*"; }
 
@@ -48,6 +52,14 @@ log "maven: resolving and compiling tests/clients/java"
         -Dtest=ClientLoadsTest
 )
 
+# --- Java: MySQL Connector/J for the query cache proxy tests (DriverLoadsTest needs no server) ---
+log "maven: resolving and compiling tests/clients/mysql/java"
+(
+    cd "$MYSQL_JAVA_DIR"
+    mvn -q -B -Dstyle.color=never test \
+        -Dtest=DriverLoadsTest
+)
+
 # --- Go: module download and a compile of the test binary (warms the build cache) --------
 log "go: downloading modules and building tests/clients/go"
 (
@@ -56,6 +68,14 @@ log "go: downloading modules and building tests/clients/go"
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
     go test -c -o "$out/clients.test" .
+)
+log "go: downloading modules and building tests/clients/mysql/go"
+(
+    cd "$MYSQL_GO_DIR"
+    go mod download
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    go test -c -o "$out/mysqlproxy.test" .
 )
 
 log "done"

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# bench/querycache.sh: the transparent MySQL query cache (issue 5) against MariaDB with its own
+# query cache OFF and ON. A benchmark, not a test: asserts nothing, not part of CI.
+#
+#   bench/querycache.sh                                   # 2 workloads x 5 thread counts x 3 configs,
+#                                                         # 10 s each: about 6 minutes
+#   DURATION=5 THREADS="1 4 16" WORKLOADS=oltp_point_select bench/querycache.sh
+#
+# What it does, in one run: starts a throw-away MariaDB (scripts/mariadb.sh, datadir on /work,
+# started with --query-cache-type=1 --query-cache-size=$QC_SIZE so the query cache can be switched
+# at run time, and a buffer pool that holds the tables), `sysbench oltp_common prepare`s TABLES
+# tables of TABLE_SIZE rows, starts sqlcached -t SERVER_THREADS with --mysql-listen in front of
+# it, starts a background writer (bench/querycache_writer.lua: WRITE_RATE `UPDATE sbtestN SET
+# k=k+1 WHERE id=<rand>`/s directly on MariaDB, as seed 004), and then for each workload and
+# thread count runs sysbench against, back to back:
+#   off   : MariaDB directly, query cache off  (SET GLOBAL query_cache_type=OFF, query_cache_size=0)
+#   on    : MariaDB directly, query cache on   (query_cache_size=$QC_SIZE, query_cache_type=ON)
+#   proxy : sqlcached's MySQL port (MariaDB's query cache off)
+# Workloads: oltp_point_select, and oltp_read_only (point, range, sum, order and distinct range
+# selects) with --skip_trx=on for all three configs (reads in an explicit transaction go to the
+# backend by design; MariaDB's cache would serve them). sysbench's default skewed distribution
+# (--rand-type=special), --db-ps-mode=$PS_MODE (auto: server-side prepared statements).
+# Reported per point: qps, p95 latency (sysbench), hit ratio over the point's run:
+#   MariaDB QC: ΔQcache_hits / (ΔQcache_hits + ΔCom_select)
+#   sqlcached : ΔQcache_hits / (ΔQcache_hits + ΔQcache_inserts + ΔQcache_not_cached), from `stats`
+# Output: a markdown table on stdout and bench/results/querycache-<ts>.md (raw lines in .log),
+# with proxy/off and proxy/on ratios. Goals (issue 5): point_select proxy >= off at every thread
+# count and >= 3x on at 16 threads; read_only proxy >= 3x off; hit ratio >= 90%.
+#
+# Environment: THREADS ("1 2 4 8 16") DURATION (10 s) WARMUP (2 s, an unmeasured run before each point) WORKLOADS ("oltp_point_select
+#   oltp_read_only") CONFIGS ("off on proxy") TABLES (4) TABLE_SIZE (100000) WRITE_RATE (65)
+#   SERVER_THREADS (2, sqlcached -t) PROXY_CACHE_SIZE (256m) QC_SIZE (64M) PS_MODE (auto)
+#   SKIP_TRX (on) BUFFER_POOL (512M) SQLCACHED_BIN (target/release/sqlcached, built if missing)
+#   PROXY_ARGS (more sqlcached flags, e.g. "--query-cache-type OFF") WAIT_BINLOG (1; 0 = do not wait for sqlcached's binlog follower: the proxy then caches
+#   nothing, which measures its passthrough) KEEP=1 keeps the work dir.
+# Everything shares the machine's CPUs (no pinning: MariaDB, sqlcached and sysbench all need
+# cores, and pinning on 2 CPUs would mostly measure the pinning).
+# Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian; installed if missing).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+
+THREADS=${THREADS:-"1 2 4 8 16"}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_only"}
+CONFIGS=${CONFIGS:-"off on proxy"}
+TABLES=${TABLES:-4}
+TABLE_SIZE=${TABLE_SIZE:-100000}
+WRITE_RATE=${WRITE_RATE:-65}
+SERVER_THREADS=${SERVER_THREADS:-2}
+PROXY_CACHE_SIZE=${PROXY_CACHE_SIZE:-256m}
+QC_SIZE=${QC_SIZE:-64M}
+PS_MODE=${PS_MODE:-auto}
+SKIP_TRX=${SKIP_TRX:-on}
+BUFFER_POOL=${BUFFER_POOL:-512M}
+SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
+
+log() { echo "[querycache] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+TS=$(date +%Y%m%d-%H%M%S)
+RESULTS=$ROOT/bench/results
+mkdir -p "$RESULTS"
+OUT=$RESULTS/querycache-$TS.md
+RAW=$RESULTS/querycache-$TS.log
+WORK=$RESULTS/work-querycache-$TS   # on /work (not tmpfs): MariaDB fsyncs here
+mkdir -p "$WORK"
+: >"$RAW"
+
+# ---- tools
+command -v sysbench >/dev/null || {
+  log "installing sysbench"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
+}
+if [[ ! -x "$SQLCACHED_BIN" ]]; then
+  (cd "$ROOT" && cargo build --release -p sqlcached) || die "building sqlcached failed"
+fi
+"$SQLCACHED_BIN" --help 2>&1 | grep -q -- --mysql-listen || die "$SQLCACHED_BIN has no --mysql-listen"
+cp "$SQLCACHED_BIN" "$WORK/sqlcached"   # a private copy: a rebuild during the run cannot swap it
+BIN_SHA=$(sha256sum "$WORK/sqlcached" | cut -c1-12)
+
+# ---- processes (only ours, by pid)
+DB_DIR=$WORK/mariadb
+PID_SQ="" PID_W=""
+cleanup() {
+  local p
+  for p in $PID_W $PID_SQ; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $PID_W $PID_SQ; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  bash "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" >/dev/null 2>&1 || true
+  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 30000))
+    port_open "$p" || { echo "$p"; return; }
+  done
+  die "no free port"
+}
+
+DB_PORT=$(pick_port)
+log "starting MariaDB in $DB_DIR on 127.0.0.1:$DB_PORT"
+MARIADB_EXTRA_ARGS="--query-cache-type=1 --query-cache-size=$QC_SIZE --innodb-buffer-pool-size=$BUFFER_POOL" \
+  bash "$ROOT/scripts/mariadb.sh" start "$DB_DIR" "$DB_PORT" >"$WORK/mariadb.start" 2>&1 ||
+  { cat "$WORK/mariadb.start" >&2; die "mariadb did not start"; }
+DB_USER=${MARIADB_USER:-sqlcached}
+DB_PASS=${MARIADB_PASSWORD:-sqlcached-test}
+DB_VERSION=$(mariadbd --version 2>/dev/null | awk '{print $3}' || true)
+sql() { mariadb --no-defaults --protocol=socket --socket="$DB_DIR/mysqld.sock" -uroot -N -B "$@"; }
+status_var() { sql -e "SHOW GLOBAL STATUS LIKE '$1'" | awk '{print $2}'; }
+
+sb_cmd() { # SB = the sysbench command with connection and table options for host:port $1
+  SB=(sysbench --db-driver=mysql --mysql-host="${1%:*}" --mysql-port="${1#*:}" --mysql-user="$DB_USER"
+    --mysql-password="$DB_PASS" --mysql-db=sbtest --tables="$TABLES" --table-size="$TABLE_SIZE")
+}
+
+log "preparing $TABLES tables x $TABLE_SIZE rows"
+sql -e "CREATE DATABASE sbtest"
+sb_cmd "127.0.0.1:$DB_PORT"
+"${SB[@]}" --threads=2 oltp_common prepare >"$WORK/prepare.out" 2>&1 ||
+  { tail -20 "$WORK/prepare.out" >&2; die "sysbench prepare failed"; }
+
+SQ_PORT=$(pick_port)
+MY_PORT=$(pick_port)
+while [[ "$MY_PORT" == "$SQ_PORT" ]]; do MY_PORT=$(pick_port); done
+SQLCACHED_MYSQL_PASSWORD=$DB_PASS "$WORK/sqlcached" -l 127.0.0.1 -p "$SQ_PORT" -U 0 -t "$SERVER_THREADS" \
+  --mysql-listen "127.0.0.1:$MY_PORT" --mysql-backend "127.0.0.1:$DB_PORT" --mysql-user "$DB_USER" \
+  --query-cache-size "$PROXY_CACHE_SIZE" ${PROXY_ARGS:-} >"$WORK/sqlcached.log" 2>&1 &
+PID_SQ=$!
+
+sq_stats() { # all `stats` lines as NAME VALUE
+  exec 3<>"/dev/tcp/127.0.0.1/$SQ_PORT" || return 1
+  printf 'stats\r\nquit\r\n' >&3
+  tr -d '\r' <&3 | awk '$1 == "STAT" {print $2, $3}'
+  exec 3<&-
+}
+sq_stat() { sq_stats | awk -v n="$1" '$1 == n {print $2}'; }
+
+binlog_ok() { [[ "${WAIT_BINLOG:-1}" == 0 || "$(sq_stat binlog_connected)" == 1 ]]; }
+for _ in $(seq 1 400); do
+  kill -0 "$PID_SQ" 2>/dev/null || { cat "$WORK/sqlcached.log" >&2; die "sqlcached exited"; }
+  port_open "$SQ_PORT" && port_open "$MY_PORT" && binlog_ok && break
+  sleep 0.05
+done
+binlog_ok || { cat "$WORK/sqlcached.log" >&2; die "binlog follower not connected (stats binlog_connected)"; }
+log "sqlcached $BIN_SHA pid $PID_SQ: memcached :$SQ_PORT, mysql :$MY_PORT"
+
+log "background writer: $WRITE_RATE updates/s directly on MariaDB"
+"${SB[@]}" --threads=1 --rate="$WRITE_RATE" --time=0 --events=0 --report-interval=0 \
+  "$HERE/querycache_writer.lua" run >"$WORK/writer.out" 2>&1 &
+PID_W=$!
+UPDATES0=$(status_var Com_update)
+
+set_qc() { # off | on
+  if [[ "$1" == on ]]; then
+    sql -e "SET GLOBAL query_cache_size = $(numfmt --from=iec "$QC_SIZE"); SET GLOBAL query_cache_type = ON"
+  else
+    sql -e "SET GLOBAL query_cache_type = OFF; SET GLOBAL query_cache_size = 0"
+  fi
+}
+
+counters() { # config -> "hits misses"
+  if [[ "$1" == proxy ]]; then
+    sq_stats | awk '$1 == "Qcache_hits" {h = $2} $1 == "Qcache_inserts" || $1 == "Qcache_not_cached" {m += $2}
+      END {print h + 0, m + 0}'
+  else
+    echo "$(status_var Qcache_hits) $(status_var Com_select)"
+  fi
+}
+
+declare -A QPS P95 HIT
+point() { # workload threads config
+  local w=$1 t=$2 c=$3 addr out extra=() b a
+  addr="127.0.0.1:$DB_PORT"
+  [[ "$c" == proxy ]] && addr="127.0.0.1:$MY_PORT"
+  set_qc "$([[ "$c" == on ]] && echo on || echo off)"
+  [[ "$w" == oltp_read_only ]] && extra=(--skip_trx="$SKIP_TRX")
+  sb_cmd "$addr"
+  if [[ "$WARMUP" -gt 0 ]]; then # sysbench 1.0 has no --warmup-time: an unmeasured run first
+    timeout --kill-after=5 $((WARMUP + 60)) "${SB[@]}" --threads="$t" --time="$WARMUP" --db-ps-mode="$PS_MODE" \
+      "${extra[@]}" "$w" run >/dev/null 2>&1 || die "sysbench warmup failed ($w, $t threads, $c)"
+  fi
+  b=$(counters "$c")
+  out=$(timeout --kill-after=5 $((DURATION + 60)) "${SB[@]}" --threads="$t" --time="$DURATION" --db-ps-mode="$PS_MODE" \
+    --percentile=95 --report-interval=0 "${extra[@]}" "$w" run 2>&1) ||
+    { echo "$out" | tail -20 >&2; die "sysbench failed ($w, $t threads, $c)"; }
+  a=$(counters "$c")
+  echo "$out" >"$WORK/$w-$t-$c.out"
+  local qps p95 errs hit
+  qps=$(sed -n 's/^ *queries: .*(\([0-9.]*\) per sec.)/\1/p' <<<"$out" | head -1)
+  p95=$(awk '/95th percentile:/ {print $3}' <<<"$out")
+  errs=$(sed -n 's/^ *ignored errors: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+  hit=$(awk -v b="$b" -v a="$a" 'BEGIN { split(b, x, " "); split(a, y, " "); h = y[1] - x[1]; m = y[2] - x[2];
+    if (h + m > 0) printf "%.1f", 100 * h / (h + m); else print "-" }')
+  QPS[$w/$t/$c]=$qps P95[$w/$t/$c]=$p95 HIT[$w/$t/$c]=$hit
+  echo "workload=$w threads=$t config=$c qps=$qps p95_ms=$p95 hit_pct=$hit errors=${errs:-na}" | tee -a "$RAW" >&2
+}
+
+START=$(date +%s)
+for w in $WORKLOADS; do
+  for t in $THREADS; do
+    for c in $CONFIGS; do point "$w" "$t" "$c"; done
+  done
+done
+ELAPSED=$(($(date +%s) - START))
+WRITES=$(($(status_var Com_update) - UPDATES0))
+kill -TERM "$PID_W" 2>/dev/null || true
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "-" }'; }
+cell() { # workload threads config
+  local k="$1/$2/$3"
+  [[ -n "${QPS[$k]:-}" ]] || { echo "- | - | -"; return; }
+  awk -v q="${QPS[$k]}" -v p="${P95[$k]}" -v h="${HIT[$k]}" 'BEGIN { printf "%.0f | %s | %s", q, p, h }'
+}
+
+{
+  echo "# Query cache: sqlcached proxy vs MariaDB query cache OFF / ON ($TS)"
+  echo
+  echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh, binlog ROW, buffer pool $BUFFER_POOL, query_cache_size $QC_SIZE when on);"
+  echo "sysbench $(sysbench --version | awk '{print $2}'), $TABLES tables x $TABLE_SIZE rows, --rand-type=special (default),"
+  echo "--db-ps-mode=$PS_MODE, oltp_read_only with --skip_trx=$SKIP_TRX; $DURATION s measured after a $WARMUP s warmup run per point;"
+  echo "background writer ${WRITE_RATE} updates/s directly on MariaDB ($WRITES updates in ${ELAPSED} s);"
+  echo "sqlcached $BIN_SHA -t $SERVER_THREADS --query-cache-size $PROXY_CACHE_SIZE; $(nproc) CPUs shared, no pinning."
+  echo "qps = sysbench queries/s; p95 in ms; hit % as described in the script header."
+  echo
+  for w in $WORKLOADS; do
+    echo "## $w"
+    echo
+    echo "| threads | off qps | p95 | hit % | on qps | p95 | hit % | proxy qps | p95 | hit % | proxy/off | proxy/on |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for t in $THREADS; do
+      echo "| $t | $(cell "$w" "$t" off) | $(cell "$w" "$t" on) | $(cell "$w" "$t" proxy) |" \
+        "**$(ratio "${QPS[$w/$t/proxy]:-}" "${QPS[$w/$t/off]:-0}")** | **$(ratio "${QPS[$w/$t/proxy]:-}" "${QPS[$w/$t/on]:-0}")** |"
+    done
+    echo
+  done
+  echo "Measured part: ${ELAPSED} s. Raw lines: \`$(basename "$RAW")\`. sqlcached stats at the end:"
+  echo
+  echo '```'
+  sq_stats | grep -E '^(Qcache_|binlog_|mysql_)' || true
+  echo '```'
+} | tee "$OUT"
+log "wrote $OUT"

@@ -1,0 +1,66 @@
+"""Helpers for the query cache tests: run statements, read counter deltas, tell whether a
+statement was served from the proxy's cache."""
+import time
+
+import pytest
+
+
+def q(conn, sql, args=None):
+    """All rows of one statement (tuples)."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall()
+
+
+def delta(before: dict, after: dict) -> dict:
+    """Counter differences."""
+    return {k: after[k] - before[k] for k in before}
+
+
+def run_counted(px, conn, sql):
+    """(rows, counter deltas) of one execution of sql through the proxy."""
+    before = px.counters()
+    rows = q(conn, sql)
+    return rows, delta(before, px.counters())
+
+
+def until_hit(px, conn, sql, tries=40):
+    """Run sql through the proxy until one run is a cache hit (the first runs may only fill the
+    schema registry or the cache). Returns the rows of the hit, fails if none in `tries`."""
+    seen = []
+    for _ in range(tries):
+        rows, d = run_counted(px, conn, sql)
+        seen.append(d)
+        if d["Qcache_hits"] >= 1:
+            return rows
+        time.sleep(0.05)
+    pytest.fail(f"{sql!r} was never served from the cache; counter deltas per run: {seen[:6]}...")
+
+
+def assert_not_cached(px, conn, sql, control="SELECT v FROM qc.t WHERE id = 1", times=2):
+    """The positive control (a point select on qc.t) is served from the cache, then `sql`,
+    run `times` times, is never a hit nor inserted, and counts in Qcache_not_cached."""
+    until_hit(px, conn, control)
+    total = {"Qcache_hits": 0, "Qcache_inserts": 0, "Qcache_not_cached": 0}
+    results = []
+    for _ in range(times):
+        rows, d = run_counted(px, conn, sql)
+        results.append(rows)
+        for k in total:
+            total[k] += d[k]
+    assert total["Qcache_hits"] == 0, f"{sql!r} was served from the cache: {total}"
+    assert total["Qcache_inserts"] == 0, f"{sql!r} was inserted into the cache: {total}"
+    assert total["Qcache_not_cached"] >= 1, f"{sql!r} did not count in Qcache_not_cached: {total}"
+    return results
+
+
+def wait_for(fn, timeout=10.0, interval=0.01):
+    """Poll fn() until it returns a truthy value; returns (value, seconds waited)."""
+    t0 = time.monotonic()
+    while True:
+        v = fn()
+        if v:
+            return v, time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            return v, time.monotonic() - t0
+        time.sleep(interval)

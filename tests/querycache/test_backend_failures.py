@@ -1,0 +1,120 @@
+"""Fail-safe behaviour: the binlog stream breaking (its connection killed on MariaDB), MariaDB
+restarting, and MariaDB being down (issue 5, items 3 and 5). Results through the proxy stay
+fresh, clients get MySQL errors instead of hangs, and the proxy recovers by itself."""
+import time
+
+import pymysql
+import pytest
+
+from harness.mysqlproxy import connect
+from qchelpers import q, until_hit, wait_for
+
+
+def follower_ids(db):
+    """MariaDB connection ids of binlog dump threads (the proxy's follower)."""
+    out = db.sql("SELECT id FROM information_schema.processlist WHERE command LIKE 'Binlog Dump%'")
+    return [int(x) for x in out.split()]
+
+
+def wait_stat(px, name, pred, timeout=20.0):
+    got, _ = wait_for(lambda: pred(px.stats().get(name)), timeout=timeout, interval=0.05)
+    return got
+
+
+def test_binlog_connection_killed(proxy, mariadb):
+    c = proxy.connect("qc")
+    try:
+        read = "SELECT v FROM qc.t WHERE id = 60"
+        ids = follower_ids(mariadb)
+        assert ids, "no binlog dump connection on MariaDB while binlog_connected is 1"
+        for round_ in range(3):
+            until_hit(proxy, c, read)
+            reconnects = proxy.stats().get("binlog_reconnects", 0)
+            # kill the stream and write behind the proxy's back while it is down
+            mariadb.sql("".join(f"KILL {i};" for i in follower_ids(mariadb)) + f"UPDATE qc.t SET v = 'k{round_}' WHERE id = 60;")
+            assert wait_stat(proxy, "binlog_reconnects", lambda v: (v or 0) > reconnects), proxy.stats()
+            assert wait_stat(proxy, "binlog_connected", lambda v: v == 1), proxy.stats()
+            got, waited = wait_for(lambda: q(c, read) == ((f"k{round_}",),), timeout=5)
+            assert got, f"stale result after the binlog stream broke (round {round_}): {q(c, read)}"
+        # and the cache works again afterwards
+        until_hit(proxy, c, read)
+    finally:
+        c.close()
+
+
+def test_mariadb_restart(proxy, mariadb):
+    read = "SELECT v FROM qc.t WHERE id = 61"
+    c = proxy.connect("qc")
+    until_hit(proxy, c, read)
+    mariadb.restart()
+    # the old client connection lost its backend: a MySQL error, not a hang
+    t0 = time.monotonic()
+    with pytest.raises(pymysql.err.MySQLError):
+        q(c, read)
+    assert time.monotonic() - t0 < 30
+    c.close()
+    mariadb.sql("UPDATE qc.t SET v = 'after restart' WHERE id = 61")
+    c = proxy.connect("qc")
+    try:
+        got, _ = wait_for(lambda: q(c, read) == (("after restart",),), timeout=10)
+        assert got, f"stale after restart: {q(c, read)}"
+        assert wait_stat(proxy, "binlog_connected", lambda v: v == 1)
+        until_hit(proxy, c, read)
+        assert q(c, read) == (("after restart",),)
+    finally:
+        c.close()
+
+
+def test_backend_down_gives_mysql_errors_then_recovers(proxy, mariadb):
+    read = "SELECT v FROM qc.t WHERE id = 62"
+    c = proxy.connect("qc")
+    until_hit(proxy, c, read)
+    errors_before = proxy.stats().get("mysql_backend_errors", 0)
+    mariadb.stop()
+    try:
+        # an open connection: the cached statement is not served (the cache is offline without
+        # the binlog) and the client gets an error quickly
+        t0 = time.monotonic()
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            q(c, read)
+        print(f"open connection, backend down: {e.value.args} after {time.monotonic() - t0:.2f} s")
+        assert time.monotonic() - t0 < 30
+        c.close()
+        # a new connection: the proxy answers with a MySQL ERR packet (not a silent close, not a hang)
+        t0 = time.monotonic()
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            proxy.connect("qc")
+        took = time.monotonic() - t0
+        print(f"new connection, backend down: {e.value.args} after {took:.2f} s")
+        assert took < 30
+        assert e.value.args[0] not in (2013,), f"connection closed without a MySQL error packet: {e.value.args}"
+        assert proxy.proc.poll() is None, "sqlcached exited when the backend went away"
+        assert proxy.stats().get("mysql_backend_errors", 0) > errors_before
+    finally:
+        mariadb.start()
+    mariadb.sql("UPDATE qc.t SET v = 'after outage' WHERE id = 62")
+    assert q(connect(mariadb.port, "qc"), read) == (("after outage",),)
+    c = proxy.connect("qc")
+    try:
+        got, _ = wait_for(lambda: q(c, read) == (("after outage",),), timeout=10)
+        assert got, f"stale after the outage: {q(c, read)}"
+        assert wait_stat(proxy, "binlog_connected", lambda v: v == 1)
+        until_hit(proxy, c, read)
+    finally:
+        c.close()
+
+
+def test_client_backend_connection_killed(proxy, mariadb):
+    c = proxy.connect("qc")
+    try:
+        cid = q(c, "SELECT CONNECTION_ID()")[0][0]
+        mariadb.sql(f"KILL {cid}")
+        with pytest.raises(pymysql.err.MySQLError):
+            q(c, "SELECT v FROM qc.t WHERE id = 63")
+    finally:
+        c.close()
+    c = proxy.connect("qc")
+    try:
+        assert q(c, "SELECT v FROM qc.t WHERE id = 63") == (("v63",),)
+    finally:
+        c.close()
