@@ -27,6 +27,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+# shellcheck source=bench/lib.sh
+source "$HERE/lib.sh"   # port_open, pick_port, stop_pids
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
   exit 0
@@ -79,27 +81,13 @@ BIN_SHA=$(sha256sum "$WORK/sqlcached" | cut -c1-12)
 DB_DIR=$WORK/mariadb
 PID_A="" PID_B=""
 cleanup() {
-  local p
-  for p in $PID_A $PID_B; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in $PID_A $PID_B; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
+  stop_pids $PID_A $PID_B
   bash "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" >/dev/null 2>&1 || true
   if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 30000))
-    port_open "$p" || { echo "$p"; return; }
-  done
-  die "no free port"
-}
 wait_port() { # PORT PID LOG
   for _ in $(seq 1 200); do
     port_open "$1" && return 0

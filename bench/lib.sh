@@ -1,5 +1,6 @@
 # shellcheck shell=bash disable=SC2034,SC2153
-# Helpers shared by run.sh, profile.sh and persist.sh: their common settings, flags and setup,
+# Helpers shared by run.sh, profile.sh and persist.sh (containers.sh and querycache.sh use
+# port_open, pick_port and stop_pids): their common settings, flags and setup,
 # and start/stop of servers on free loopback ports. Source it right after HERE and ROOT are set.
 # Expects (when the functions run): MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[]
 # LG_PIN[] LOADGEN WORK, log(), die(), and usage() for common_flag.
@@ -124,6 +125,16 @@ pick_port() {
     port_open "$p" || { echo "$p"; return; }
   done
   die "no free port found"
+}
+
+# stop_pids PID...: TERM, up to 5 s to exit, then KILL (only these processes; empty ok)
+stop_pids() {
+  local p
+  for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "$@"; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
 }
 
 # start_server NAME MEM: 3 tries, in case a port is taken meanwhile
