@@ -28,7 +28,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 # shellcheck source=bench/lib.sh
-source "$HERE/lib.sh"   # port_open, pick_port, stop_pids
+source "$HERE/lib.sh"   # port_open, pick_port, stop_pids, sysbench_setup
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
   exit 0
@@ -53,21 +53,7 @@ LUA=$HERE/containers.lua
 log() { echo "[containers] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-TS=$(date +%Y%m%d-%H%M%S)
-RESULTS=$ROOT/bench/results
-mkdir -p "$RESULTS"
-OUT=$RESULTS/containers-$TS.md
-RAW=$RESULTS/containers-$TS.log
-WORK=$RESULTS/work-containers-$TS     # on /work (not tmpfs): MariaDB fsyncs here
-mkdir -p "$WORK"
-: >"$RAW"
-
-# ---- tools
-command -v sysbench >/dev/null || {
-  log "installing sysbench"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
-}
+sysbench_setup containers   # TS RESULTS OUT RAW WORK; sysbench installed
 if [[ ! -x "$SQLCACHED_BIN" ]]; then
   pgrep -x cargo >/dev/null && die "$SQLCACHED_BIN missing and another cargo is running"
   (cd "$ROOT" && cargo build --release -p sqlcached)

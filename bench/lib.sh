@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034,SC2153
 # Helpers shared by run.sh, profile.sh and persist.sh (containers.sh and querycache.sh use
-# port_open, pick_port and stop_pids): their common settings, flags and setup,
+# port_open, pick_port, stop_pids and sysbench_setup): their common settings, flags and setup,
 # and start/stop of servers on free loopback ports. Source it right after HERE and ROOT are set.
 # Expects (when the functions run): MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[]
 # LG_PIN[] LOADGEN WORK, log(), die(), and usage() for common_flag.
@@ -125,6 +125,23 @@ pick_port() {
     port_open "$p" || { echo "$p"; return; }
   done
   die "no free port found"
+}
+
+# sysbench_setup NAME (containers.sh, querycache.sh): sets TS, RESULTS, OUT (NAME-TS.md), RAW
+# (NAME-TS.log) and WORK (on /work, not tmpfs: MariaDB fsyncs there); installs sysbench if missing.
+sysbench_setup() {
+  TS=$(date +%Y%m%d-%H%M%S)
+  RESULTS=$ROOT/bench/results
+  OUT=$RESULTS/$1-$TS.md
+  RAW=$RESULTS/$1-$TS.log
+  WORK=$RESULTS/work-$1-$TS
+  mkdir -p "$RESULTS" "$WORK"
+  : >"$RAW"
+  command -v sysbench >/dev/null || {
+    log "installing sysbench"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
+  }
 }
 
 # stop_pids PID...: TERM, up to 5 s to exit, then KILL (only these processes; empty ok)

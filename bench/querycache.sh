@@ -41,7 +41,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 # shellcheck source=bench/lib.sh
-source "$HERE/lib.sh"   # port_open, pick_port, stop_pids
+source "$HERE/lib.sh"   # port_open, pick_port, stop_pids, sysbench_setup
 if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
   exit 0
@@ -66,21 +66,7 @@ SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
 log() { echo "[querycache] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-TS=$(date +%Y%m%d-%H%M%S)
-RESULTS=$ROOT/bench/results
-mkdir -p "$RESULTS"
-OUT=$RESULTS/querycache-$TS.md
-RAW=$RESULTS/querycache-$TS.log
-WORK=$RESULTS/work-querycache-$TS   # on /work (not tmpfs): MariaDB fsyncs here
-mkdir -p "$WORK"
-: >"$RAW"
-
-# ---- tools
-command -v sysbench >/dev/null || {
-  log "installing sysbench"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
-}
+sysbench_setup querycache   # TS RESULTS OUT RAW WORK; sysbench installed
 if [[ ! -x "$SQLCACHED_BIN" ]]; then
   (cd "$ROOT" && cargo build --release -p sqlcached) || die "building sqlcached failed"
 fi
