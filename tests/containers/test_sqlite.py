@@ -371,3 +371,39 @@ table = "t"
     assert code != 0
     for n in needle:
         assert n in err, err
+
+
+def _bin_set(sock, key, val, cas):
+    import struct
+    extras = struct.pack(">II", 0, 0)
+    hdr = struct.pack(">BBHBBHIIQ", 0x80, 0x01, len(key), len(extras), 0, 0, len(extras) + len(key) + len(val), 9, cas)
+    sock.sendall(hdr + extras + key + val)
+    r = b""
+    while len(r) < 24:
+        r += sock.recv(100)
+    blen = struct.unpack(">I", r[8:12])[0]
+    while len(r) < 24 + blen:
+        r += sock.recv(100)
+    return struct.unpack(">H", r[6:8])[0]
+
+
+def test_container_and_memory_keys_agree_on_cas_off_and_item_size(tmp_path, client_of):
+    """One store-mode mapping and one size check for both paths: with -C a binary set's CAS
+    is ignored on a container key as on a memory key, and -I refuses the same sizes (key
+    length and flags counted) on both."""
+    import socket
+    db = tmp_path / "m.db"
+    make_sqlite(db, SEED_SCHEMA)
+    cfg = tmp_path / "m.toml"
+    cfg.write_text(config(db))
+    with start_with(cfg, "-C", "-I", "1k") as s:
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        for key in (b"plainkey12345", b"@@memonly.cas"):
+            assert _bin_set(sock, key, b"v", 0) == 0
+            assert _bin_set(sock, key, b"w", 12345) == 0, key  # CAS ignored with -C
+        sock.close()
+        c = client_of(s)
+        mem, cont = "m" * len("@@memonly.sz"), "@@memonly.sz"
+        for n in range(900, 1030, 4):
+            got = [c.store("set", k, "x" * n, flags=4000000000) for k in (mem, cont)]
+            assert got[0] == got[1], (n, got)

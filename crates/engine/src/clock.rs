@@ -113,6 +113,31 @@ impl Clock {
     }
 }
 
+/// memcached's exptime rule on unix times, for stores that keep absolute times (SQL
+/// containers): 0 never expires; negative is already expired (a time in the past, never
+/// 0); up to [`REALTIME_MAXDELTA`] is relative to `now`; above that an absolute unix time.
+pub fn absolute_unix_exptime(exptime: i64, now: i64) -> i64 {
+    if exptime == 0 {
+        0
+    } else if exptime < 0 {
+        (now - 1).max(1)
+    } else if exptime <= REALTIME_MAXDELTA {
+        now + exptime
+    } else {
+        exptime
+    }
+}
+
+/// Seconds left before an absolute unix exptime, as meta's `t` flag reports it: -1 for
+/// none, 0 once passed.
+pub fn ttl_left_unix(exptime: i64, now: i64) -> i64 {
+    if exptime == 0 {
+        -1
+    } else {
+        (exptime - now).max(0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! `protocol_memcache::binary` and maps each opcode onto the engine operations the text
 //! protocol uses too.
 
-use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome, StoreRequest};
+use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreOutcome, StoreRequest};
 use protocol_memcache::binary::{
     parse_header, parse_request, write_counter, write_error, write_error_message, write_get_hit, write_get_miss,
     write_ok, write_stat, write_stat_end, write_version, Invalid, Opcode, Request, Status, HEADER_LEN,
@@ -148,17 +148,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             let (flags, exptime) = req.store_extras().map(|e| (e.flags, e.expiration as i64)).unwrap_or((0, 0));
             // With CAS off (-C) memcached ignores a request's CAS on stores.
             let cas = if use_cas { req.cas() } else { 0 };
-            let mut mode = match op.base() {
-                Opcode::Set => StoreMode::Set,
-                Opcode::Add => StoreMode::Add,
-                Opcode::Replace => StoreMode::Replace,
-                Opcode::Append => StoreMode::Append,
-                _ => StoreMode::Prepend,
-            };
-            // As memcached: a CAS on set/add/replace makes it a CAS store.
-            if cas != 0 && matches!(mode, StoreMode::Set | StoreMode::Add | StoreMode::Replace) {
-                mode = StoreMode::Cas;
-            }
+            let mode = crate::modes::binary(op.base(), cas);
             let r = StoreRequest {
                 mode,
                 key,

@@ -12,6 +12,7 @@ mod ctx;
 mod detail;
 mod listen;
 mod meta;
+mod modes;
 mod mysql;
 mod persistence;
 mod shared;

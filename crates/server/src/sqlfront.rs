@@ -9,8 +9,8 @@ use protocol_memcache::binary::{
     write_counter, write_error, write_error_message, write_get_hit, write_get_miss, write_ok, Opcode, Request, Status,
 };
 use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
-use protocol_memcache::text::{reply, split_keys, Command, StoreCmd, KEY_MAX_LENGTH};
-use tier_sql::{ArithOutcome, DeleteOutcome, StoreMode, StoreOutcome};
+use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
+use tier_sql::{ArithOutcome, DeleteOutcome, StoreOutcome};
 
 use crate::containers::{Fail, Job, Op, Out, Sql, Target};
 use crate::ctx::Ctx;
@@ -102,14 +102,7 @@ pub fn text(sql: &Arc<Sql>, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_
                 return None;
             }
             let (i, key) = single(sql, ctx, key, noreply, out)?;
-            let mode = match cmd {
-                StoreCmd::Set => StoreMode::Set,
-                StoreCmd::Add => StoreMode::Add,
-                StoreCmd::Replace => StoreMode::Replace,
-                StoreCmd::Append => StoreMode::Append,
-                StoreCmd::Prepend => StoreMode::Prepend,
-                StoreCmd::Cas => StoreMode::Cas,
-            };
+            let mode = crate::modes::text(cmd);
             let op = Op::Store { mode, key, value: block[..bytes].to_vec(), flags, exptime: exptime as i64, cas };
             job(async move {
                 said(
@@ -316,15 +309,6 @@ fn echo(tokens: &[Vec<u8>], key: &[u8], b64: bool, v: &mut Vec<u8>) {
     }
 }
 
-fn ttl_left(exptime: i64) -> i64 {
-    if exptime == 0 {
-        -1
-    } else {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-        (exptime - now).max(0)
-    }
-}
-
 /// mg / ms / md / ma on a container key (flags v f t c k O q s, T, C, F, M, N J D).
 fn meta_cmd(
     sql: &Arc<Sql>,
@@ -359,6 +343,7 @@ fn meta_cmd(
     match m.cmd {
         MetaCmd::Get => {
             let touch = f.ttl.map(i64::from);
+            let now = ctx.shared.engine.clock().unix_now();
             job(async move {
                 let row = match s.run(i, Op::Get { keys: vec![key], touch }).await {
                     Ok(Out::Rows(mut r)) => r.pop().flatten(),
@@ -383,7 +368,7 @@ fn meta_cmd(
                 for t in &tokens {
                     match t[0] {
                         b's' => meta::push_num(&mut v, b's', row.value.len()),
-                        b't' => meta::push_num(&mut v, b't', ttl_left(row.exptime)),
+                        b't' => meta::push_num(&mut v, b't', engine::clock::ttl_left_unix(row.exptime, now)),
                         b'c' => meta::push_num(&mut v, b'c', row.cas),
                         b'f' => meta::push_num(&mut v, b'f', row.flags),
                         b'O' => {
@@ -408,16 +393,7 @@ fn meta_cmd(
                 out.extend_from_slice(reply::BAD_CHUNK);
                 return None;
             }
-            let mut mode = match f.mode {
-                Some(b'E') => StoreMode::Add,
-                Some(b'A') => StoreMode::Append,
-                Some(b'P') => StoreMode::Prepend,
-                Some(b'R') => StoreMode::Replace,
-                _ => StoreMode::Set,
-            };
-            if f.cas.is_some() && matches!(mode, StoreMode::Set | StoreMode::Replace) {
-                mode = StoreMode::Cas;
-            }
+            let mode = crate::modes::meta(f.mode, f.cas.is_some());
             let op = Op::Store {
                 mode,
                 key,
@@ -597,17 +573,9 @@ pub fn binary(sql: &Arc<Sql>, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8
         }
         Opcode::Set | Opcode::Add | Opcode::Replace | Opcode::Append | Opcode::Prepend => {
             let (flags, exptime) = req.store_extras().map(|e| (e.flags, e.expiration as i64)).unwrap_or((0, 0));
-            let cas = req.cas();
-            let mut mode = match op.base() {
-                Opcode::Set => StoreMode::Set,
-                Opcode::Add => StoreMode::Add,
-                Opcode::Replace => StoreMode::Replace,
-                Opcode::Append => StoreMode::Append,
-                _ => StoreMode::Prepend,
-            };
-            if cas != 0 && matches!(mode, StoreMode::Set | StoreMode::Add | StoreMode::Replace) {
-                mode = StoreMode::Cas;
-            }
+            // With CAS off (-C) memcached ignores a request's CAS on stores (as the memory path).
+            let cas = if ctx.shared.engine.config().use_cas { req.cas() } else { 0 };
+            let mode = crate::modes::binary(op.base(), cas);
             let store = Op::Store { mode, key, value: req.value().to_vec(), flags, exptime, cas };
             job(async move {
                 let mut v = Vec::new();

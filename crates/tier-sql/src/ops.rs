@@ -22,15 +22,8 @@ pub struct Row {
     pub exptime: i64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreMode {
-    Set,
-    Add,
-    Replace,
-    Append,
-    Prepend,
-    Cas,
-}
+/// The storage command: the engine's type, so both front-end paths share one vocabulary.
+pub use engine::ops::StoreMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreOutcome {
@@ -191,21 +184,8 @@ pub(crate) fn unix_now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-/// memcached's exptime rule: 0 never; negative already expired; up to 30 days relative
-/// to now; above that an absolute unix time. Returns the absolute time to store (0 =
-/// never).
-pub fn absolute_exptime(exptime: i64, now: i64) -> i64 {
-    const MONTH: i64 = 60 * 60 * 24 * 30;
-    if exptime == 0 {
-        0
-    } else if exptime < 0 {
-        (now - 1).max(1)
-    } else if exptime <= MONTH {
-        now + exptime
-    } else {
-        exptime
-    }
-}
+/// memcached's exptime rule on unix times (the engine's, shared).
+pub use engine::clock::absolute_unix_exptime as absolute_exptime;
 
 /// New cas values: unique and increasing within the process, seeded with the start time
 /// in microseconds so that values from before a restart are not handed out again, and

@@ -3,7 +3,7 @@
 
 use engine::ops::{self as eops, GetOptions};
 use engine::Engine;
-use tier_sql::{ArithOutcome, Container, DeleteOutcome, Row, StoreMode, StoreOutcome};
+use tier_sql::{ArithOutcome, Container, DeleteOutcome, Row, StoreOutcome};
 
 use super::{backend_op, Fail, Op, Out};
 
@@ -23,14 +23,6 @@ pub(crate) fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
             keys.iter().map(|k| eops::get(e, k, GetOptions { touch }, |it| it.map(|it| row_of(e, it)))).collect(),
         ),
         Op::Store { mode, key, value, flags, exptime, cas } => {
-            let mode = match mode {
-                StoreMode::Set => eops::StoreMode::Set,
-                StoreMode::Add => eops::StoreMode::Add,
-                StoreMode::Replace => eops::StoreMode::Replace,
-                StoreMode::Append => eops::StoreMode::Append,
-                StoreMode::Prepend => eops::StoreMode::Prepend,
-                StoreMode::Cas => eops::StoreMode::Cas,
-            };
             let req = eops::StoreRequest {
                 mode,
                 key: &key,

@@ -13,17 +13,7 @@ pub fn execute(m: &MetaRequest<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u
         out.extend_from_slice(b"CLIENT_ERROR bad data chunk\r\n");
         return;
     }
-    let mut mode = match f.mode {
-        Some(b'E') => StoreMode::Add,
-        Some(b'A') => StoreMode::Append,
-        Some(b'P') => StoreMode::Prepend,
-        Some(b'R') => StoreMode::Replace,
-        _ => StoreMode::Set,
-    };
-    // A CAS turns set and replace into a CAS store, as in memcached.
-    if f.cas.is_some() && matches!(mode, StoreMode::Set | StoreMode::Replace) {
-        mode = StoreMode::Cas;
-    }
+    let mode = crate::modes::meta(f.mode, f.cas.is_some());
     let vivify = match mode {
         StoreMode::Append | StoreMode::Prepend => f.vivify.map(i64::from),
         _ => None,

@@ -72,17 +72,20 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
         };
         *budget -= 1;
         // Commands with a data block wait until all of it is buffered.
+        // (data length, key length, client flags): what memcached sizes the item by.
         let data_len = match &cmd {
-            Command::Store { bytes, .. } => Some(*bytes),
-            Command::Meta(m) if m.cmd == protocol_memcache::meta::MetaCmd::Set => Some(m.datalen),
+            Command::Store { bytes, key, flags, .. } => Some((*bytes, key.len(), *flags)),
+            Command::Meta(m) if m.cmd == protocol_memcache::meta::MetaCmd::Set => {
+                Some((m.datalen, m.key.len(), m.flags.client_flags))
+            }
             _ => None,
         };
         if let Some(sql) = &ctx.shared.sql {
             if crate::sqlfront::claims(sql, &cmd, ctx) {
                 let mut consumed = used;
                 let mut block = None;
-                if let Some(len) = data_len {
-                    if ops::item_too_large(&ctx.shared.engine, 0, len, 0) {
+                if let Some((len, key_len, flags)) = data_len {
+                    if ops::item_too_large(&ctx.shared.engine, key_len, len, flags) {
                         let noreply = matches!(cmd, Command::Store { noreply: true, .. });
                         say(out, noreply, protocol_memcache::text::reply::TOO_LARGE);
                         st.swallow = len + 2;
@@ -105,7 +108,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                 continue;
             }
         }
-        if let Some(len) = data_len {
+        if let Some((len, _, _)) = data_len {
             if let Some(reject) = storage::precheck(&cmd, ctx) {
                 // Refused before reading the data: reply now and discard the block.
                 out.extend_from_slice(reject.reply);

@@ -2,7 +2,7 @@
 //! `process_update_command` and `complete_nread_ascii`), and the size check that
 //! `ms` shares.
 
-use engine::ops::{self, StoreMode, StoreOutcome, StoreRequest};
+use engine::ops::{self, StoreOutcome, StoreRequest};
 use protocol_memcache::meta::MetaCmd;
 use protocol_memcache::text::{reply, Command, StoreCmd};
 
@@ -46,14 +46,7 @@ pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>
         say(out, noreply, reply::BAD_CHUNK);
         return Flow::Continue;
     }
-    let mode = match cmd {
-        StoreCmd::Set => StoreMode::Set,
-        StoreCmd::Add => StoreMode::Add,
-        StoreCmd::Replace => StoreMode::Replace,
-        StoreCmd::Append => StoreMode::Append,
-        StoreCmd::Prepend => StoreMode::Prepend,
-        StoreCmd::Cas => StoreMode::Cas,
-    };
+    let mode = crate::modes::text(cmd);
     let req = StoreRequest {
         mode,
         key,
