@@ -7,6 +7,7 @@ use std::sync::Arc;
 use engine::ops::{self as eops, GetOptions};
 use protocol_memcache::binary::{
     write_counter, write_error, write_error_message, write_get_hit, write_get_miss, write_ok, Opcode, Request, Status,
+    OUT_OF_MEMORY_STORE_MESSAGE,
 };
 use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
 use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
@@ -109,10 +110,11 @@ pub fn text(sql: &Arc<Sql>, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_
                     noreply,
                     match s.run(i, op).await {
                         Ok(Out::Store(o)) => match o {
-                            StoreOutcome::Stored { .. } => reply::STORED,
+                            StoreOutcome::Stored(_) => reply::STORED,
                             StoreOutcome::NotStored => reply::NOT_STORED,
                             StoreOutcome::Exists => reply::EXISTS,
                             StoreOutcome::NotFound => reply::NOT_FOUND,
+                            StoreOutcome::NoMemory => reply::NO_MEMORY,
                         }
                         .to_vec(),
                         Ok(_) => unexpected(),
@@ -404,10 +406,11 @@ fn meta_cmd(
             };
             job(async move {
                 let (code, cas): (&[u8], u64) = match s.run(i, op).await {
-                    Ok(Out::Store(StoreOutcome::Stored { cas })) => (b"HD", cas),
+                    Ok(Out::Store(StoreOutcome::Stored(cas))) => (b"HD", cas),
                     Ok(Out::Store(StoreOutcome::NotStored)) => (b"NS", 0),
                     Ok(Out::Store(StoreOutcome::Exists)) => (b"EX", 0),
                     Ok(Out::Store(StoreOutcome::NotFound)) => (b"NF", 0),
+                    Ok(Out::Store(StoreOutcome::NoMemory)) => return reply::NO_MEMORY.to_vec(),
                     Ok(_) => return unexpected(),
                     Err(e) => return e.line(),
                 };
@@ -580,13 +583,20 @@ pub fn binary(sql: &Arc<Sql>, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8
             job(async move {
                 let mut v = Vec::new();
                 match s.run(i, store).await {
-                    Ok(Out::Store(StoreOutcome::Stored { cas })) => {
+                    Ok(Out::Store(StoreOutcome::Stored(cas))) => {
                         if !op.suppresses_reply(Status::NoError) {
                             write_ok(&mut v, op, opaque, cas);
                         }
                     }
                     Ok(Out::Store(StoreOutcome::Exists)) => rep(&mut v, Status::KeyExists),
                     Ok(Out::Store(StoreOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
+                    Ok(Out::Store(StoreOutcome::NoMemory)) => write_error_message(
+                        &mut v,
+                        op,
+                        Status::OutOfMemory,
+                        opaque,
+                        OUT_OF_MEMORY_STORE_MESSAGE.as_bytes(),
+                    ),
                     Ok(Out::Store(StoreOutcome::NotStored)) => rep(
                         &mut v,
                         match op.base() {

@@ -16,7 +16,7 @@
 //! let containers = Containers::load(&cfg).await?;        // reads + validates, starts backend
 //! let c = containers.default_container().clone();         // or containers.get("name")
 //! let out = c.store(StoreMode::Set, b"k", b"a|b", 0, 0, 0).await.map_err(|e| e.to_string())?;
-//! assert!(matches!(out, StoreOutcome::Stored { .. }));
+//! assert!(matches!(out, StoreOutcome::Stored(_)));
 //! let row = c.get(b"k").await.map_err(|e| e.to_string())?;   // Option<Row>
 //! containers.commit_all().await.map_err(|e| e.to_string())?;  // at shutdown (w_batch_size > 1)
 //! # Ok(()) }

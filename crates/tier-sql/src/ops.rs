@@ -25,26 +25,11 @@ pub struct Row {
 /// The storage command: the engine's type, so both front-end paths share one vocabulary.
 pub use engine::ops::StoreMode;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreOutcome {
-    /// Written (and committed, with `w_batch_size` 1). `cas` is the row's new cas value
-    /// (0 when the container has no cas column).
-    Stored { cas: u64 },
-    /// add: the key exists; replace/append/prepend: it does not.
-    NotStored,
-    /// The cas value did not match (or the container has no cas column to compare).
-    Exists,
-    /// cas (or a compare-and-set with cas != 0): the key does not exist.
-    NotFound,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeleteOutcome {
-    Deleted,
-    NotFound,
-    /// A cas value was given and did not match (or there is no cas column).
-    Exists,
-}
+/// What a store or delete answered: the engine's outcome types (one vocabulary for both
+/// front-end paths). On a container, `Stored` carries the row's new cas (0 without a cas
+/// column), `Exists` also means a cas was given to a container without a cas column, and
+/// `StoreOutcome::NoMemory` never happens.
+pub use engine::ops::{DeleteOutcome, StoreOutcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOutcome {
@@ -313,14 +298,14 @@ pub(crate) fn plan(
                 StoreMode::Set | StoreMode::Cas => {
                     let c = new_cas(existing);
                     let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
-                    Ok((put(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                    Ok((put(row), OpResult::Store(StoreOutcome::Stored(c))))
                 }
                 StoreMode::Add => match live {
                     Some(_) => Ok((Write::None, OpResult::Store(StoreOutcome::NotStored))),
                     None => {
                         let c = new_cas(existing);
                         let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
-                        Ok((put(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                        Ok((put(row), OpResult::Store(StoreOutcome::Stored(c))))
                     }
                 },
                 StoreMode::Replace => match live {
@@ -328,7 +313,7 @@ pub(crate) fn plan(
                     Some(e) => {
                         let c = new_cas(Some(e));
                         let row = NewRow { parts: split_value(m, value)?, flags, cas: c, exp };
-                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored(c))))
                     }
                 },
                 StoreMode::Append | StoreMode::Prepend => match live {
@@ -354,7 +339,7 @@ pub(crate) fn plan(
                         };
                         let c = new_cas(Some(e));
                         let row = NewRow { parts, flags: e.flags, cas: c, exp: e.exp };
-                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored { cas: c })))
+                        Ok((Write::Update(row), OpResult::Store(StoreOutcome::Stored(c))))
                     }
                 },
             }
@@ -544,7 +529,7 @@ mod tests {
         let (w, r) = plan(&m, &store(StoreMode::Cas, "n", 0), None, 100, &clock).unwrap();
         assert_eq!((w, r), (Write::None, OpResult::Store(StoreOutcome::NotFound)));
         let (_, r) = plan(&m, &store(StoreMode::Set, "n", 0), Some(&e), 100, &clock).unwrap();
-        assert_eq!(r, OpResult::Store(StoreOutcome::Stored { cas: 0 }));
+        assert_eq!(r, OpResult::Store(StoreOutcome::Stored(0)));
     }
 
     #[test]
@@ -556,7 +541,7 @@ mod tests {
         let m = mapping(&["a"], true);
         let e = ex(&[Some("v")], 5, None);
         let (_, r) = plan(&m, &store(StoreMode::Set, "n", 0), Some(&e), 100, &CasClock::new()).unwrap();
-        assert!(matches!(r, OpResult::Store(StoreOutcome::Stored { cas }) if cas > 5));
+        assert!(matches!(r, OpResult::Store(StoreOutcome::Stored(cas)) if cas > 5));
     }
 
     #[test]
@@ -565,7 +550,7 @@ mod tests {
         let clock = CasClock::new();
         let e = ex(&[Some("v")], 5, Some(50));
         let (w, r) = plan(&m, &store(StoreMode::Add, "n", 0), Some(&e), 100, &clock).unwrap();
-        assert!(matches!(w, Write::Update(_)) && matches!(r, OpResult::Store(StoreOutcome::Stored { .. })));
+        assert!(matches!(w, Write::Update(_)) && matches!(r, OpResult::Store(StoreOutcome::Stored(_))));
         let (w, r) = plan(&m, &store(StoreMode::Replace, "n", 0), Some(&e), 100, &clock).unwrap();
         assert_eq!((w, r), (Write::DeleteExpired, OpResult::Store(StoreOutcome::NotStored)));
         let (_, r) = plan(&m, &store(StoreMode::Cas, "n", 5), Some(&e), 100, &clock).unwrap();

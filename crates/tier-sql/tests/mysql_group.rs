@@ -86,12 +86,12 @@ async fn group_commit_keeps_memcached_semantics() {
         async move { c.store(StoreMode::Set, format!("s{i}").as_bytes(), format!("v{i}").as_bytes(), 7, 0, 0).await }
     })
     .await;
-    assert!(r.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored { .. }))), "{r:?}");
+    assert!(r.iter().all(|r| matches!(r, Ok(StoreOutcome::Stored(_)))), "{r:?}");
     let n: i64 = sql.query_first("SELECT COUNT(*) FROM kv WHERE k LIKE 's%' AND f = 7").await.unwrap().unwrap();
     assert_eq!(n, 200, "every acknowledged set is committed");
     let groups = cs.stats().commits - commits;
     assert!(groups < 20, "200 concurrent sets on one thread were group-committed ({groups} commits)");
-    let cas: Vec<u64> = r.iter().map(|r| if let Ok(StoreOutcome::Stored { cas }) = r { *cas } else { 0 }).collect();
+    let cas: Vec<u64> = r.iter().map(|r| if let Ok(StoreOutcome::Stored(cas)) = r { *cas } else { 0 }).collect();
     let mut uniq = cas.clone();
     uniq.sort_unstable();
     uniq.dedup();
@@ -104,7 +104,7 @@ async fn group_commit_keeps_memcached_semantics() {
         async move { c.store(StoreMode::Add, b"once", format!("a{i}").as_bytes(), 0, 0, 0).await.unwrap() }
     })
     .await;
-    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored { .. })).count(), 1, "{r:?}");
+    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored(_))).count(), 1, "{r:?}");
     assert_eq!(r.iter().filter(|o| **o == StoreOutcome::NotStored).count(), 49);
 
     // 100 concurrent incrs of one counter: each sees its own value, the total is exact.
@@ -150,7 +150,7 @@ async fn group_commit_keeps_memcached_semantics() {
         async move { c.store(StoreMode::Cas, b"s1", format!("w{i}").as_bytes(), 0, 0, now).await.unwrap() }
     })
     .await;
-    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored { .. })).count(), 1, "{r:?}");
+    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored(_))).count(), 1, "{r:?}");
     assert_eq!(r.iter().filter(|o| **o == StoreOutcome::Exists).count(), 29);
 
     // Merged reads: 300 concurrent gets (some absent, some repeated) answer each its own key.
@@ -196,7 +196,7 @@ async fn inexact_keys_and_bad_values_fail_alone() {
         async move { c.store(StoreMode::Add, k.as_bytes(), b"x", 0, 0, 0).await.unwrap() }
     })
     .await;
-    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored { .. })).count(), 1, "{r:?}");
+    assert_eq!(r.iter().filter(|o| matches!(o, StoreOutcome::Stored(_))).count(), 1, "{r:?}");
     let n: i64 = sql.query_first("SELECT COUNT(*) FROM ci").await.unwrap().unwrap();
     assert_eq!(n, 1);
 
@@ -214,7 +214,7 @@ async fn inexact_keys_and_bad_values_fail_alone() {
         if i == 7 {
             assert!(o.is_err(), "{o:?}");
         } else {
-            assert!(matches!(o, Ok(StoreOutcome::Stored { .. })), "b{i}: {o:?}");
+            assert!(matches!(o, Ok(StoreOutcome::Stored(_))), "b{i}: {o:?}");
         }
     }
     let n: i64 = sql.query_first("SELECT COUNT(*) FROM kv WHERE k LIKE 'b%'").await.unwrap().unwrap();

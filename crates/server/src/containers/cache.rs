@@ -3,7 +3,7 @@
 
 use engine::ops::{self as eops, GetOptions};
 use engine::Engine;
-use tier_sql::{ArithOutcome, Container, DeleteOutcome, Row, StoreOutcome};
+use tier_sql::{ArithOutcome, Container, Row};
 
 use super::{backend_op, Fail, Op, Out};
 
@@ -34,19 +34,9 @@ pub(crate) fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
                 vivify: None,
                 key_binary: false,
             };
-            Out::Store(match eops::store(e, &req) {
-                eops::StoreOutcome::Stored(cas) => StoreOutcome::Stored { cas },
-                eops::StoreOutcome::NotStored => StoreOutcome::NotStored,
-                eops::StoreOutcome::Exists => StoreOutcome::Exists,
-                eops::StoreOutcome::NotFound => StoreOutcome::NotFound,
-                eops::StoreOutcome::NoMemory => return Err(Fail::Server("out of memory storing object".into())),
-            })
+            Out::Store(eops::store(e, &req))
         }
-        Op::Delete { key, cas } => Out::Delete(match eops::delete(e, &key, cas) {
-            eops::DeleteOutcome::Deleted => DeleteOutcome::Deleted,
-            eops::DeleteOutcome::Exists => DeleteOutcome::Exists,
-            _ => DeleteOutcome::NotFound,
-        }),
+        Op::Delete { key, cas } => Out::Delete(eops::delete(e, &key, cas)),
         Op::Arith { key, incr, delta, init } => {
             let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
             Out::Arith(match eops::arith(e, &req) {

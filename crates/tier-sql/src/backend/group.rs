@@ -162,7 +162,7 @@ pub(super) async fn set_group(
                 params.push(key_param(key));
                 row_params(m, &row, &mut params);
                 n += 1;
-                results.push(Ok(OpResult::Store(StoreOutcome::Stored { cas })));
+                results.push(Ok(OpResult::Store(StoreOutcome::Stored(cas))));
             }
             Err(e) => results.push(Err(e)),
         }

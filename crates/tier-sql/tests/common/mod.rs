@@ -57,7 +57,7 @@ pub fn now() -> i64 {
 
 fn stored(o: StoreOutcome) -> u64 {
     match o {
-        StoreOutcome::Stored { cas } => cas,
+        StoreOutcome::Stored(cas) => cas,
         other => panic!("expected Stored, got {other:?}"),
     }
 }
@@ -226,7 +226,7 @@ pub async fn multi(cs: &Containers, peek: &dyn Peek, select_b: &str) {
     assert_eq!(c.arith(b"m", true, 1, None).await.unwrap(), ArithOutcome::NonNumeric);
     let r = c.store(StoreMode::Set, b"m2", b"a|7|b", 77, 0, 0).await.unwrap();
     let row = c.get(b"m2").await.unwrap().unwrap();
-    assert_eq!((row.flags, StoreOutcome::Stored { cas: row.cas }), (77, r));
+    assert_eq!((row.flags, StoreOutcome::Stored(row.cas)), (77, r));
 }
 
 pub async fn binary(cs: &Containers) {
