@@ -5,6 +5,7 @@
 //! in-memory store (and, below it, a storage tier).
 
 mod binary;
+mod check;
 mod config;
 mod conn;
 mod containers;
@@ -43,6 +44,7 @@ fn main() {
             print!("{text}");
             return;
         }
+        Ok(Action::Check(c)) => std::process::exit(if check::run(&c) { 0 } else { EX_CONFIG }),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(EX_USAGE);

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub mod file;
+
 /// Which protocols a connection may speak (`-B`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -97,6 +99,8 @@ pub struct Config {
     pub flush_interval_set: bool,
     /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
     pub mysql: crate::mysql::config::MysqlConfig,
+    /// `--config FILE` the settings were read from (flags override it).
+    pub config_file: Option<String>,
 }
 
 impl Default for Config {
@@ -135,6 +139,7 @@ impl Default for Config {
             durability_set: false,
             flush_interval_set: false,
             mysql: Default::default(),
+            config_file: None,
         }
     }
 }
@@ -145,6 +150,20 @@ pub enum Action {
     Run(Box<Config>),
     /// Print this and exit 0 (`-h`, `-V`, `-i`).
     Print(String),
+    /// `--check-config`: validate the settings (and what they point at), then exit.
+    Check(Box<Config>),
+}
+
+/// Where the parser is: which tokens came from the file, which from the command line.
+#[derive(Default)]
+struct ParseState {
+    /// `-I` was given.
+    item_size_set: bool,
+    /// Now parsing the command line after a `--config` file's tokens.
+    cli_over_file: bool,
+    /// The command line gave `-l` / `-v` already (which replace the file's, not add to them).
+    cli_listen: bool,
+    cli_verbose: bool,
 }
 
 /// Parse a size with an optional k/m/g suffix, as memcached's `-I`.
@@ -206,12 +225,38 @@ const NOOP_EXTENDED: &[&str] = &[
 ];
 
 impl Config {
-    /// Parse `argv` (without the program name).
+    /// Parse `argv` (without the program name), with the settings of `--config FILE` under
+    /// the command line's.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Action, String> {
-        use lexopt::prelude::*;
+        let (path, check, args) = file::split_args(args.into_iter().collect())?;
         let mut c = Config::default();
+        let mut st = ParseState::default();
+        if let Some(path) = &path {
+            for e in file::read(path)? {
+                // Check each key alone first, so an error names its line.
+                let at = |msg: String| format!("--config {path}: line {}: {}: {msg}", e.line, e.key);
+                match Config::default().apply(e.tokens.clone(), &mut ParseState::default()) {
+                    Err(msg) => return Err(at(msg)),
+                    Ok(Some(_)) => return Err(at("not a setting".into())),
+                    Ok(None) => {}
+                }
+                c.apply(e.tokens, &mut st)?;
+            }
+            st.cli_over_file = true;
+            c.config_file = Some(path.clone());
+        }
+        if let Some(action) = c.apply(args, &mut st)? {
+            return Ok(action);
+        }
+        c.finish(&st)?;
+        Ok(if check { Action::Check(Box::new(c)) } else { Action::Run(Box::new(c)) })
+    }
+
+    /// Apply flags in order; `Some` for flags that print and exit.
+    fn apply(&mut self, args: Vec<String>, st: &mut ParseState) -> Result<Option<Action>, String> {
+        use lexopt::prelude::*;
+        let c = self;
         let mut p = lexopt::Parser::from_args(args);
-        let mut item_size_set = false;
         while let Some(arg) = p.next().map_err(|e| e.to_string())? {
             let val = |p: &mut lexopt::Parser| -> Result<String, String> {
                 p.value().map_err(|e| e.to_string())?.into_string().map_err(|_| "invalid UTF-8".to_string())
@@ -226,6 +271,10 @@ impl Config {
                 }
                 Short('A') | Long("enable-shutdown") => c.enable_shutdown = true,
                 Short('l') | Long("listen") => {
+                    if st.cli_over_file && !st.cli_listen {
+                        st.cli_listen = true;
+                        c.listen.clear();
+                    }
                     for a in val(&mut p)?.split(',') {
                         c.listen.push(a.trim().to_string());
                     }
@@ -242,16 +291,21 @@ impl Config {
                 }
                 Short('M') | Long("disable-evictions") => c.disable_evictions = true,
                 Short('c') | Long("conn-limit") => c.max_connections = num("-c", &val(&mut p)?)?,
-                Short('v') => c.verbose += 1,
-                Long("verbose") => c.verbose += 1,
-                Short('h') | Long("help") => return Ok(Action::Print(usage())),
+                Short('v') | Long("verbose") => {
+                    if st.cli_over_file && !st.cli_verbose {
+                        st.cli_verbose = true;
+                        c.verbose = 0;
+                    }
+                    c.verbose += 1;
+                }
+                Short('h') | Long("help") => return Ok(Some(Action::Print(usage()))),
                 Short('V') | Long("version") => {
-                    return Ok(Action::Print(format!(
+                    return Ok(Some(Action::Print(format!(
                         "sqlcached {} (memcached 1.6.18 compatible)\n",
                         env!("CARGO_PKG_VERSION")
-                    )))
+                    ))))
                 }
-                Short('i') | Long("license") => return Ok(Action::Print(LICENSE.to_string())),
+                Short('i') | Long("license") => return Ok(Some(Action::Print(LICENSE.to_string()))),
                 Short('t') | Long("threads") => {
                     c.threads = num("-t", &val(&mut p)?)?;
                     if c.threads == 0 {
@@ -281,10 +335,10 @@ impl Config {
                 Short('I') | Long("max-item-size") => {
                     let v = val(&mut p)?;
                     c.item_size_max = parse_size(&v).ok_or(format!("Invalid value for -I: '{v}'"))?;
-                    item_size_set = true;
+                    st.item_size_set = true;
                 }
                 Short('F') | Long("disable-flush-all") => c.disable_flush_all = true,
-                Short('D') => {
+                Short('D') | Long("prefix-delimiter") => {
                     let v = val(&mut p)?;
                     c.prefix_delimiter = v.chars().next().ok_or("-D needs a character")?;
                     c.prefix_delimiter_set = true;
@@ -356,6 +410,12 @@ impl Config {
                 _ => return Err(arg.unexpected().to_string()),
             }
         }
+        Ok(None)
+    }
+
+    /// Checks across flags, once everything is applied.
+    fn finish(&mut self, st: &ParseState) -> Result<(), String> {
+        let c = self;
         if c.data_dir.is_none() && (c.durability_set || c.disk_limit > 0 || c.flush_interval_set || c.data_dir_recover)
         {
             return Err("--durability, --flush-interval-ms, --disk-limit and --data-dir-recover apply to the \
@@ -363,7 +423,7 @@ impl Config {
                 .into());
         }
         c.mysql.validate()?;
-        if !item_size_set {
+        if !st.item_size_set {
             c.item_size_max = 1024 * 1024;
         }
         if c.item_size_max < 1024 {
@@ -375,7 +435,7 @@ impl Config {
         if c.item_size_max > 1024 * 1024 * 1024 {
             return Err("Cannot set item size limit higher than a gigabyte.".into());
         }
-        Ok(Action::Run(Box::new(c)))
+        Ok(())
     }
 }
 
@@ -408,9 +468,15 @@ fn usage() -> String {
 -B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto)
 -I, --max-item-size=<num> adjusts max item size (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable flush_all command
--D <char>                 delimiter between key prefixes and IDs for 'stats detail'
+-D, --prefix-delimiter=<char> delimiter between key prefixes and IDs for 'stats detail'
 -o, --extended            comma separated list of extended options:
    - idle_timeout:        timeout for idle connections (default: 0, no timeout)
+Configuration file (sqlcached):
+--config=<file>           TOML file holding any of these settings under its long name
+                          (port = 11211, listen = ["127.0.0.1"], enable-shutdown = true,
+                          extended = { idle_timeout = 30 }); flags given here override it
+--check-config            check the settings and what they point at (containers, MySQL
+                          backend, data directory), print what was checked, and exit
 Persistence (sqlcached):
 --data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
 --durability=<mode>       async (default): acknowledged once the OS has the write (survives

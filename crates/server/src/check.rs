@@ -1,0 +1,80 @@
+//! `--check-config`: validate the settings and what they point at, without serving.
+//! Prints one line per check; the exit code says whether all passed.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use engine::{Engine, EngineConfig};
+
+use crate::config::Config;
+
+/// How long a backend gets to accept a TCP connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Run every check; true when all passed.
+pub fn run(cfg: &Config) -> bool {
+    let mut ok = true;
+    let mut say = |passed: bool, what: String| {
+        println!("{} {what}", if passed { "ok:  " } else { "FAIL:" });
+        ok &= passed;
+    };
+    say(
+        true,
+        format!("settings parse{}", cfg.config_file.as_ref().map(|f| format!(" (--config {f})")).unwrap_or_default()),
+    );
+    if let Some(dir) = &cfg.data_dir {
+        let p = std::path::Path::new(dir);
+        let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let (passed, how) = if p.is_dir() {
+            let w = dir_writable(p);
+            (w, if w { "exists and is writable" } else { "exists but is not writable" })
+        } else if parent.is_dir() && dir_writable(parent) {
+            (true, "will be created at start")
+        } else {
+            (false, "does not exist and cannot be created (its parent is missing or not writable)")
+        };
+        say(passed, format!("--data-dir {dir}: {how}"));
+    }
+    if let Some(path) = &cfg.containers {
+        let engine = Engine::new(EngineConfig {
+            memory_limit: cfg.memory_limit,
+            item_size_max: cfg.item_size_max,
+            evict: true,
+            use_cas: !cfg.disable_cas,
+            shards: 64,
+        });
+        match crate::containers::load(path, &engine) {
+            Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
+            Err(e) => say(false, format!("--containers {path}: {e}")),
+        }
+    }
+    if let Some(backend) = &cfg.mysql.backend {
+        match reachable(backend) {
+            Ok(()) => say(true, format!("--mysql-backend {backend}: accepts connections")),
+            Err(e) => say(false, format!("--mysql-backend {backend}: {e}")),
+        }
+        if cfg.mysql.listen.is_some() && cfg.mysql.user.is_none() {
+            say(false, "--mysql-listen without --mysql-user: the proxy would cache nothing".into());
+        }
+    }
+    ok
+}
+
+fn dir_writable(dir: &std::path::Path) -> bool {
+    let probe = dir.join(format!(".sqlcached-check-{}", std::process::id()));
+    let w = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    w
+}
+
+fn reachable(addr: &str) -> Result<(), String> {
+    let addrs: Vec<_> = addr.to_socket_addrs().map_err(|e| format!("cannot resolve: {e}"))?.collect();
+    let mut last = String::from("no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("{a}: {e}"),
+        }
+    }
+    Err(last)
+}
