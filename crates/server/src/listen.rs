@@ -82,9 +82,7 @@ pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
                 workers.dispatch(&shared, Incoming::Tcp(s), format!("tcp:{peer}"), local.clone());
             }
             Err(e) => {
-                if shared.verbose() > 0 {
-                    eprintln!("accept(): {e}");
-                }
+                log::debug!("accept(): {e}");
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }

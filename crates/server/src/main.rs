@@ -12,6 +12,7 @@ mod containers;
 mod ctx;
 mod detail;
 mod listen;
+mod logging;
 mod meta;
 mod modes;
 mod mysql;
@@ -57,6 +58,7 @@ fn main() {
 }
 
 fn run(cfg: Config) -> std::io::Result<()> {
+    logging::init(cfg.verbose, cfg.log_format);
     block_signals();
     unix::apply_process_options(&cfg)?;
     let mut engine = Engine::new(EngineConfig {
@@ -78,7 +80,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
         }
     }
     if cfg.mysql.listen.is_some() {
-        shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql, cfg.verbose)?));
+        shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql)?));
     }
     let shared = Arc::new(shared);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -89,6 +91,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     let mut threads = Vec::new();
     if let Some(path) = &cfg.unix_socket {
         let l = listen::bind_unix(path, cfg.unix_mask)?;
+        log::info!("listening on unix socket {path}");
         let (s, w, p) = (shared.clone(), workers.clone(), path.clone());
         threads.push(
             std::thread::Builder::new().name("accept-unix".into()).spawn(move || listen::accept_unix(l, p, s, w))?,
@@ -98,6 +101,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
             for addr in listen::addresses(&cfg.listen, cfg.port)? {
                 let l = listen::bind_tcp(addr, cfg.backlog)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
+                log::info!("listening on TCP {addr} (memcached text, meta and binary protocols)");
                 let (s, w) = (shared.clone(), workers.clone());
                 threads.push(
                     std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?,
@@ -108,6 +112,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
             for addr in listen::addresses(&cfg.listen, cfg.udp_port)? {
                 let sock = std::net::UdpSocket::bind(addr)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}")))?;
+                log::info!("listening on UDP {addr}");
                 let (s, w) = (shared.clone(), shared.workers[0].clone());
                 threads.push(std::thread::Builder::new().name("udp".into()).spawn(move || udp::serve(sock, s, w))?);
             }
@@ -116,6 +121,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     if let Some(addr) = &cfg.mysql.listen {
         let l = mysql::bind(addr, cfg.backlog)
             .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on MySQL {addr}: {e}")))?;
+        log::info!("listening on MySQL {addr} (proxy to {})", cfg.mysql.backend.as_deref().unwrap_or("?"));
         let (p, w) = (shared.mysql.clone().expect("set with --mysql-listen"), workers.clone());
         threads.push(std::thread::Builder::new().name("accept-mysql".into()).spawn(move || mysql::accept(l, p, w))?);
     }
@@ -127,7 +133,14 @@ fn run(cfg: Config) -> std::io::Result<()> {
         unix::wait_for_signal();
         let _ = tx.send(());
     })?;
+    log::info!(
+        "ready: {} worker threads, {} MiB for items, up to {} connections",
+        cfg.threads,
+        cfg.memory_limit >> 20,
+        cfg.max_connections
+    );
     let _ = rx.recv();
+    log::info!("shutting down");
     if let Some(disk) = &disk {
         disk.close();
     }
@@ -135,7 +148,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
         // Open batch transactions (w_batch_size > 1) are committed before exit.
         if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
             if let Err(e) = rt.block_on(sql.set.commit_all()) {
-                eprintln!("containers: committing at shutdown: {e}");
+                log::error!("containers: committing at shutdown: {e}");
             }
         }
     }
@@ -145,6 +158,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     if let Some(path) = &cfg.unix_socket {
         let _ = std::fs::remove_file(path);
     }
+    log::info!("stopped");
     std::process::exit(0);
 }
 

@@ -30,7 +30,8 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
         Err(e) if cfg.data_dir_recover && e.contains("damaged") => {
             let aside = format!("{dir}.damaged-{}", engine.clock().unix_now());
             std::fs::rename(dir, &aside).map_err(|r| format!("{e}\ncould not move it aside: {r}"))?;
-            eprintln!("sqlcached: {e}\nsqlcached: moved the damaged data directory to {aside}; starting empty");
+            log::error!("{e}");
+            log::warn!("moved the damaged data directory to {aside}; starting empty");
             DiskTier::open(opts)?
         }
         Err(e) => return Err(e),
@@ -38,22 +39,22 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
     let r = disk.report().clone();
     let how =
         if r.clean || r.created { "" } else { "; the last run did not shut down cleanly: its journal was replayed" };
-    eprintln!(
-        "sqlcached: data dir {dir}: {} ({} items, {} durability){how}",
+    log::info!(
+        "data dir {dir}: {} ({} items, {} durability){how}",
         if r.created { "created" } else { "opened" },
         r.items,
         if cfg.durability_sync { "sync" } else { "async" },
     );
     if let Some((recorded, recovered)) = r.lost {
-        eprintln!(
-            "sqlcached: data dir {dir} is damaged: its journal was cut short; writes up to sequence {recorded} \
+        log::error!(
+            "data dir {dir} is damaged: its journal was cut short; writes up to sequence {recorded} \
              were durable but only {recovered} could be recovered, so up to {} acknowledged writes are lost. \
              The rest was recovered and is served.",
             recorded - recovered
         );
     }
     if r.reindexed > 0 {
-        eprintln!("sqlcached: data dir {dir}: indexed {} items for --disk-limit", r.reindexed);
+        log::info!("data dir {dir}: indexed {} items for --disk-limit", r.reindexed);
     }
     let disk = Arc::new(disk);
     if !r.created {

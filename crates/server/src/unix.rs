@@ -10,13 +10,13 @@ pub fn apply_process_options(cfg: &Config) -> std::io::Result<()> {
         let rl = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
         // SAFETY: setrlimit with a valid struct.
         if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &rl) } != 0 {
-            eprintln!("failed to ensure corefile creation");
+            log::warn!("failed to ensure corefile creation");
         }
     }
     if cfg.lock_memory {
         // SAFETY: mlockall has no pointer arguments.
         if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-            eprintln!("warning: -k invalid, mlockall() failed: {}", std::io::Error::last_os_error());
+            log::warn!("-k invalid, mlockall() failed: {}", std::io::Error::last_os_error());
         }
     }
     Ok(())

@@ -101,6 +101,8 @@ pub struct Config {
     pub mysql: crate::mysql::config::MysqlConfig,
     /// `--config FILE` the settings were read from (flags override it).
     pub config_file: Option<String>,
+    /// `--log-format`: text (default) or json lines.
+    pub log_format: crate::logging::Format,
 }
 
 impl Default for Config {
@@ -140,6 +142,7 @@ impl Default for Config {
             flush_interval_set: false,
             mysql: Default::default(),
             config_file: None,
+            log_format: Default::default(),
         }
     }
 }
@@ -389,6 +392,13 @@ impl Config {
                 }
                 Long("data-dir-recover") => c.data_dir_recover = true,
                 Long("containers") => c.containers = Some(val(&mut p)?),
+                Long("log-format") => {
+                    c.log_format = match val(&mut p)?.as_str() {
+                        "text" => crate::logging::Format::Text,
+                        "json" => crate::logging::Format::Json,
+                        other => return Err(format!("--log-format must be text or json, not '{other}'")),
+                    }
+                }
                 Long(flag) if crate::mysql::config::FLAGS.contains(&flag) => {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
@@ -477,6 +487,10 @@ Configuration file (sqlcached):
                           extended = { idle_timeout = 30 }); flags given here override it
 --check-config            check the settings and what they point at (containers, MySQL
                           backend, data directory), print what was checked, and exit
+Logs (sqlcached):
+--log-format=<fmt>        text (default) or json: one JSON object per line on stderr.
+                          Lifecycle events, warnings and errors are always logged; -v
+                          adds per-connection detail, -vv every command
 Persistence (sqlcached):
 --data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
 --durability=<mode>       async (default): acknowledged once the OS has the write (survives

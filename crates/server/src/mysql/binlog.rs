@@ -41,16 +41,27 @@ pub fn action(change: &Change) -> Action {
     }
 }
 
-/// Starts following the backend's binlog into `cache`.
-pub fn spawn(cache: Arc<SharedCache>, config: binlog::Config, verbose: bool) -> Follower {
+/// Starts following the backend's binlog into `cache`. Connection changes are logged
+/// at the default level, each outage once (not every retry) with its reason.
+pub fn spawn(cache: Arc<SharedCache>, config: binlog::Config) -> Follower {
+    let backend = config.backend.clone();
+    // (connected, reason of the outage already logged)
+    let state = std::sync::Mutex::new((false, None::<String>));
     Follower::spawn(config, move |change| {
-        if verbose {
-            match &change {
-                Change::Disconnected { reason } => eprintln!("binlog: disconnected: {reason}"),
-                Change::All { reason } => eprintln!("binlog: dropping every cached result: {reason}"),
-                Change::Connected => eprintln!("binlog: connected"),
-                _ => {}
+        match &change {
+            Change::Disconnected { reason } => {
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.0 || st.1.as_deref() != Some(reason.as_str()) {
+                    log::warn!("binlog of {backend}: {reason}; query cache offline until the binlog flows again");
+                }
+                *st = (false, Some(reason.clone()));
             }
+            Change::All { reason } => log::info!("binlog: dropping every cached result: {reason}"),
+            Change::Connected => {
+                *state.lock().unwrap_or_else(|p| p.into_inner()) = (true, None);
+                log::info!("binlog of {backend}: connected; query cache online");
+            }
+            _ => {}
         }
         cache.apply_binlog(&change, action(&change));
     })

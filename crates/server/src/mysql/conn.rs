@@ -23,28 +23,26 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     let mut client = Wire::new(sock);
     match handshake::establish(&mut client, &proxy.backend).await {
         Ok(Outcome::Ready(server, login)) => {
+            proxy.backend_reached(true);
             let mut conn = Conn { cache: CacheConn::new(&proxy, &login), client, server, login, proxy: proxy.clone() };
             match conn.run().await {
                 Err(RelayError::Backend(e)) => {
                     conn.cache.backend_lost();
                     proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
-                    if proxy.verbose() {
-                        eprintln!("mysql proxy: backend connection lost: {e}");
-                    }
+                    log::debug!("mysql proxy: backend connection lost: {e}");
                 }
-                Err(RelayError::Client(e)) if proxy.verbose() => eprintln!("mysql proxy: client connection: {e}"),
+                Err(RelayError::Client(e)) => log::debug!("mysql proxy: client connection: {e}"),
                 _ => {}
             }
         }
         Ok(Outcome::Closed) => {}
         Ok(Outcome::BackendDown) => {
+            proxy.backend_reached(false);
             proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
         }
         Err(e) => {
             proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
-            if proxy.verbose() {
-                eprintln!("mysql proxy: handshake failed: {e}");
-            }
+            log::debug!("mysql proxy: handshake failed: {e}");
         }
     }
     proxy.counters.connections.fetch_sub(1, Ordering::Relaxed);

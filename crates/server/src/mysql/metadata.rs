@@ -16,16 +16,18 @@ use super::start::SharedCache;
 const BATCH: usize = 64;
 
 /// Starts the task on its own thread (with a current-thread runtime, as mysql_async needs).
-pub fn spawn(cache: Arc<SharedCache>, opts: Opts, verbose: bool) -> std::io::Result<()> {
+pub fn spawn(cache: Arc<SharedCache>, opts: Opts) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    std::thread::Builder::new().name("mysql-metadata".into()).spawn(move || rt.block_on(run(cache, opts, verbose)))?;
+    std::thread::Builder::new().name("mysql-metadata".into()).spawn(move || rt.block_on(run(cache, opts)))?;
     Ok(())
 }
 
-async fn run(cache: Arc<SharedCache>, opts: Opts, verbose: bool) {
+async fn run(cache: Arc<SharedCache>, opts: Opts) {
     let registry = cache.qc.schema();
     let mut conn: Option<Conn> = None;
     let mut pending: Vec<TableName> = Vec::new();
+    // The last failure logged at the default level (each outage once).
+    let mut failing: Option<String> = None;
     loop {
         if pending.is_empty() {
             registry.wanted_notify().notified().await;
@@ -38,10 +40,17 @@ async fn run(cache: Arc<SharedCache>, opts: Opts, verbose: bool) {
         }
         if conn.is_none() {
             match Conn::new(opts.clone()).await {
-                Ok(c) => conn = Some(c),
+                Ok(c) => {
+                    if failing.take().is_some() {
+                        log::info!("mysql metadata: connected to the backend again");
+                    }
+                    conn = Some(c)
+                }
                 Err(e) => {
-                    if verbose {
-                        eprintln!("mysql metadata: cannot connect: {e}");
+                    let msg = e.to_string();
+                    if failing.as_deref() != Some(msg.as_str()) {
+                        log::warn!("mysql metadata: cannot connect to the backend: {msg}; tables not yet known are not cached meanwhile");
+                        failing = Some(msg);
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     continue;
@@ -57,9 +66,7 @@ async fn run(cache: Arc<SharedCache>, opts: Opts, verbose: bool) {
                 }
             }
             Err(e) => {
-                if verbose {
-                    eprintln!("mysql metadata: {e}");
-                }
+                log::warn!("mysql metadata: {e}");
                 pending.extend(batch);
                 conn = None;
                 tokio::time::sleep(Duration::from_millis(200)).await;

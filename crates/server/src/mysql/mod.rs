@@ -33,17 +33,18 @@ pub struct Proxy {
     pub counters: counters::Counters,
     /// The query cache and its feeds (none with `--query-cache-type OFF`).
     pub cache: Option<Arc<start::SharedCache>>,
-    verbose: bool,
+    /// Whether the last client connection reached the backend (logged when it changes).
+    backend_up: std::sync::atomic::AtomicBool,
 }
 
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
-    pub fn new(cfg: &config::MysqlConfig, verbose: u32) -> std::io::Result<Proxy> {
+    pub fn new(cfg: &config::MysqlConfig) -> std::io::Result<Proxy> {
         Ok(Proxy {
             backend: cfg.backend.clone().unwrap_or_default(),
             counters: counters::Counters::default(),
-            cache: start::start(cfg, verbose > 0)?,
-            verbose: verbose > 0,
+            cache: start::start(cfg)?,
+            backend_up: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -55,9 +56,19 @@ impl Proxy {
         self.counters.write(stat);
     }
 
-    /// Whether to log connection problems (`-v`).
-    pub fn verbose(&self) -> bool {
-        self.verbose
+    /// Notes whether a client connection could reach the backend; logs each change once
+    /// (not once per client while the backend is down).
+    pub fn backend_reached(&self, up: bool) {
+        if self.backend_up.swap(up, std::sync::atomic::Ordering::Relaxed) != up {
+            if up {
+                log::info!("mysql proxy: backend {} reachable again", self.backend);
+            } else {
+                log::warn!(
+                    "mysql proxy: backend {} unreachable; clients get ERROR 1429 until it is back",
+                    self.backend
+                );
+            }
+        }
     }
 }
 
@@ -77,9 +88,7 @@ pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
         match l.accept() {
             Ok((s, _)) => workers.dispatch_mysql(s, proxy.clone()),
             Err(e) => {
-                if proxy.verbose() {
-                    eprintln!("mysql accept(): {e}");
-                }
+                log::debug!("mysql accept(): {e}");
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }

@@ -20,20 +20,26 @@ pub struct SharedCache {
 
 /// Creates the cache (offline until the binlog flows) and starts its feeds; none with
 /// `--query-cache-type OFF` or without `--mysql-user` (then the proxy caches nothing).
-pub fn start(cfg: &MysqlConfig, verbose: bool) -> std::io::Result<Option<Arc<SharedCache>>> {
+pub fn start(cfg: &MysqlConfig) -> std::io::Result<Option<Arc<SharedCache>>> {
     let mode = match cfg.cache_type {
         CacheType::On => Mode::On,
         CacheType::Demand => Mode::Demand,
         CacheType::Off => return Ok(None),
     };
     let Some(user) = cfg.user.clone() else {
-        eprintln!(
+        log::warn!(
             "mysql proxy: no --mysql-user: caching nothing (without following the backend's binlog, cached \
              results could be changed behind the proxy's back)"
         );
         return Ok(None);
     };
     let password = cfg.password()?;
+    if password.is_empty() {
+        log::warn!(
+            "mysql proxy: --mysql-user {user} has no password (no --mysql-password-file, no \
+             SQLCACHED_MYSQL_PASSWORD): logging in without one"
+        );
+    }
     let backend = cfg.backend.clone().unwrap_or_default();
     let qc = QueryCache::new(Config { size: cfg.cache_size, limit: cfg.cache_limit, mode });
     qc.set_online(false);
@@ -45,12 +51,9 @@ pub fn start(cfg: &MysqlConfig, verbose: bool) -> std::io::Result<Option<Arc<Sha
         .user(Some(user.clone()))
         .pass(Some(password.clone()))
         .prefer_socket(false);
-    super::metadata::spawn(cache.clone(), opts.into(), verbose)?;
-    let follower = super::binlog::spawn(
-        cache.clone(),
-        binlog::Config { backend, user, password, server_id: cfg.server_id },
-        verbose,
-    );
+    super::metadata::spawn(cache.clone(), opts.into())?;
+    let follower =
+        super::binlog::spawn(cache.clone(), binlog::Config { backend, user, password, server_id: cfg.server_id });
     let _ = cache.follower.set(follower);
     Ok(Some(cache))
 }

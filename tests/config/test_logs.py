@@ -1,0 +1,106 @@
+"""Logs that speak: one line per lifecycle event at the default verbosity, misconfigurations
+said at start, JSON lines with --log-format json, and a quick SIGTERM. Real processes
+(sqlcached, MariaDB from scripts/mariadb.sh)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.mariadb import start_mariadb  # noqa: E402
+from harness.servers import free_port, sqlcached_bin, wait_port  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mariadb():
+    with start_mariadb() as db:
+        yield db
+
+
+def run(args, env=None, settle=None, log_path=None, linger=0.0):
+    """Start sqlcached, wait until `settle(log_text)` is true (or 10 s), SIGTERM it; returns
+    (stderr text, seconds from SIGTERM to exit, exit code)."""
+    port = free_port()
+    penv = dict(os.environ, **(env or {}))
+    with open(log_path, "wb") as f:
+        p = subprocess.Popen([sqlcached_bin(), "-l", "127.0.0.1", "-p", str(port), *args],
+                             stdout=subprocess.DEVNULL, stderr=f, env=penv)
+    wait_port(port, p)
+    deadline = time.monotonic() + 10
+    while settle and not settle(Path(log_path).read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(linger)
+    t = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=10)
+    return Path(log_path).read_text(), time.monotonic() - t, rc
+
+
+def test_lifecycle_lines_at_default_verbosity(tmp_path):
+    data = tmp_path / "data"
+    log, took, rc = run(["--data-dir", str(data)], log_path=tmp_path / "a.log")
+    assert rc == 0
+    assert "listening on TCP 127.0.0.1:" in log
+    assert f"data dir {data}: created (0 items, async durability)" in log
+    assert "ready: 4 worker threads" in log
+    assert log.rstrip().endswith("sqlcached: stopped") and "shutting down" in log
+    assert took < 0.5, f"SIGTERM to exit took {took:.3f} s"
+    log, _, _ = run(["--data-dir", str(data)], log_path=tmp_path / "b.log")
+    assert f"data dir {data}: opened (0 items" in log
+
+
+def test_mysql_user_without_password_is_said_at_start(tmp_path, mariadb):
+    """The issue's report: --mysql-user without its password printed nothing and the cache
+    silently stayed offline. Now both the cause and the effect are on stderr at -v 0."""
+    env = {k: v for k, v in os.environ.items() if k != "SQLCACHED_MYSQL_PASSWORD"}
+    args = ["--mysql-listen", f"127.0.0.1:{free_port()}", "--mysql-backend", f"127.0.0.1:{mariadb.port}",
+            "--mysql-user", mariadb.user]
+    # linger: the follower retries meanwhile; the same failure must not be logged again.
+    log, took, rc = run(args, env=env, settle=lambda t: "Access denied" in t, log_path=tmp_path / "c.log", linger=3)
+    assert rc == 0
+    assert f"--mysql-user {mariadb.user} has no password" in log
+    assert "Access denied" in log and "query cache offline" in log
+    assert log.count("Access denied") == 1, log
+    assert took < 0.5, f"SIGTERM to exit took {took:.3f} s with the proxy on"
+
+
+def test_binlog_connected_and_json_lines(tmp_path, mariadb):
+    args = ["--log-format", "json", "--mysql-listen", f"127.0.0.1:{free_port()}",
+            "--mysql-backend", f"127.0.0.1:{mariadb.port}", "--mysql-user", mariadb.user]
+    log, took, rc = run(args, env={"SQLCACHED_MYSQL_PASSWORD": mariadb.password},
+                        settle=lambda t: "query cache online" in t, log_path=tmp_path / "d.log")
+    assert rc == 0
+    lines = [json.loads(line) for line in log.splitlines()]
+    assert all({"ts", "level", "target", "msg"} <= set(x) for x in lines)
+    msgs = [x["msg"] for x in lines]
+    assert any(m.startswith("listening on MySQL") for m in msgs), msgs
+    assert any("connected; query cache online" in m for m in msgs), msgs
+    assert msgs[-1] == "stopped"
+    assert took < 0.5, f"SIGTERM to exit took {took:.3f} s"
+
+
+def test_unreachable_backend_said_once(tmp_path):
+    """Clients of a proxy whose backend is down: one warning for the outage, not one per client."""
+    import socket
+    dead, mport = free_port(), free_port()
+    port = free_port()
+    with open(tmp_path / "e.log", "wb") as f:
+        p = subprocess.Popen([sqlcached_bin(), "-l", "127.0.0.1", "-p", str(port), "--mysql-listen",
+                              f"127.0.0.1:{mport}", "--mysql-backend", f"127.0.0.1:{dead}"],
+                             stdout=subprocess.DEVNULL, stderr=f)
+    try:
+        wait_port(mport, p)
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", mport), timeout=5) as s:
+                assert b"Can't connect to MySQL backend" in s.recv(1000)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+    log = (tmp_path / "e.log").read_text()
+    assert log.count(f"backend 127.0.0.1:{dead} unreachable") == 1, log
+    assert "no --mysql-user: caching nothing" in log
