@@ -104,3 +104,33 @@ def test_unreachable_backend_said_once(tmp_path):
     log = (tmp_path / "e.log").read_text()
     assert log.count(f"backend 127.0.0.1:{dead} unreachable") == 1, log
     assert "no --mysql-user: caching nothing" in log
+
+
+def test_daemon_mode_and_pidfile(tmp_path):
+    """-d returns once the server serves; -P names the background process; SIGTERM to that
+    pid stops it and removes the pid file. A start that fails under -d fails the command."""
+    import socket
+    port, pidfile = free_port(), tmp_path / "s.pid"
+    p = subprocess.run([sqlcached_bin(), "-d", "-l", "127.0.0.1", "-p", str(port), "-P", str(pidfile),
+                        "--data-dir", "data"], cwd=tmp_path, capture_output=True, timeout=30)
+    assert p.returncode == 0, p
+    pid = int(pidfile.read_text())
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:  # serving already
+            s.sendall(b"set k 0 0 1\r\nv\r\n")
+            assert s.recv(100) == b"STORED\r\n"
+        assert (tmp_path / "data").is_dir()  # a relative --data-dir kept its meaning
+        assert os.getsid(pid) == pid  # its own session
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not pidfile.exists()
+    # The port is taken by a listener: the daemonized start fails and says why.
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        p = subprocess.run([sqlcached_bin(), "-d", "-l", "127.0.0.1", "-p", str(busy.getsockname()[1])],
+                           capture_output=True, text=True, timeout=30)
+    assert p.returncode == 71 and "failed to listen on TCP" in p.stderr, p

@@ -58,6 +58,8 @@ fn main() {
 }
 
 fn run(cfg: Config) -> std::io::Result<()> {
+    // Before any thread exists: fork and wait in the parent.
+    let daemon = if cfg.daemonize { Some(unix::daemonize()?) } else { None };
     logging::init(cfg.verbose, cfg.log_format);
     block_signals();
     unix::apply_process_options(&cfg)?;
@@ -139,6 +141,9 @@ fn run(cfg: Config) -> std::io::Result<()> {
         cfg.memory_limit >> 20,
         cfg.max_connections
     );
+    if let Some(d) = daemon {
+        d.ready(cfg.verbose > 0);
+    }
     let _ = rx.recv();
     log::info!("shutting down");
     if let Some(disk) = &disk {

@@ -45,6 +45,68 @@ pub fn drop_privileges(cfg: &Config) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The background half of `-d`: tells the waiting parent that start-up is over.
+pub struct Daemon {
+    ready: libc::c_int,
+}
+
+/// `-d`: run in the background, as memcached's `daemonize()`: fork, the child starts a new
+/// session; the parent waits until the child says it is serving (then exits 0) or the
+/// child's start fails (exit 71; the child's error has gone to the same stderr). Must run
+/// before any thread is started. Unlike memcached it keeps the working directory, so
+/// relative paths (`--data-dir ./data`) keep their meaning.
+pub fn daemonize() -> std::io::Result<Daemon> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe with a valid two-int array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: no other thread exists yet (checked by the caller's position in start-up).
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => {
+            // SAFETY: plain syscalls on fds we own.
+            unsafe {
+                libc::close(fds[0]);
+                libc::setsid();
+            }
+            Ok(Daemon { ready: fds[1] })
+        }
+        _ => {
+            let mut b = [0u8; 1];
+            // SAFETY: read into a one-byte buffer from the pipe we own.
+            let n = unsafe {
+                libc::close(fds[1]);
+                libc::read(fds[0], b.as_mut_ptr().cast(), 1)
+            };
+            std::process::exit(if n == 1 && b[0] == b'R' { 0 } else { 71 });
+        }
+    }
+}
+
+impl Daemon {
+    /// Start-up succeeded: detach from the terminal (stdio to /dev/null unless `-v`, as
+    /// memcached) and let the parent exit 0.
+    pub fn ready(self, keep_stdio: bool) {
+        // SAFETY: open/dup2/close/write on fds we own and a static C string.
+        unsafe {
+            if !keep_stdio {
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                if null >= 0 {
+                    for fd in 0..3 {
+                        libc::dup2(null, fd);
+                    }
+                    if null > 2 {
+                        libc::close(null);
+                    }
+                }
+            }
+            libc::write(self.ready, b"R".as_ptr().cast(), 1);
+            libc::close(self.ready);
+        }
+    }
+}
+
 /// Block until SIGINT or SIGTERM arrives (they are blocked in every thread).
 pub fn wait_for_signal() {
     // SAFETY: sigwait on a set we build here; the signals are blocked process-wide.

@@ -2,7 +2,7 @@
 //!
 //! Flags that only tune memcached's slab allocator or LRU threads (`-f`, `-n`, `-L`,
 //! `-o slab_*`, `-o hot_lru_pct`, ...) are accepted and ignored: sqlcached has no slab
-//! allocator. Features sqlcached does not have (SASL, TLS, daemon mode, ...) are refused
+//! allocator. Features sqlcached does not have (SASL, TLS, memory files, ...) are refused
 //! with a message rather than silently ignored.
 
 use std::fmt;
@@ -103,6 +103,8 @@ pub struct Config {
     pub config_file: Option<String>,
     /// `--log-format`: text (default) or json lines.
     pub log_format: crate::logging::Format,
+    /// Run in the background (`-d`).
+    pub daemonize: bool,
 }
 
 impl Default for Config {
@@ -143,6 +145,7 @@ impl Default for Config {
             mysql: Default::default(),
             config_file: None,
             log_format: Default::default(),
+            daemonize: false,
         }
     }
 }
@@ -403,10 +406,7 @@ impl Config {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
                 }
-                Short('d') | Long("daemon") => return Err(
-                    "-d: sqlcached does not daemonize; run it in the foreground under a supervisor (systemd, runit)"
-                        .into(),
-                ),
+                Short('d') | Long("daemon") => c.daemonize = true,
                 Short('S') | Long("enable-sasl") => {
                     return Err("-S: SASL authentication is not supported by sqlcached".into())
                 }
@@ -469,6 +469,7 @@ fn usage() -> String {
 -h, --help                print this help and exit
 -i, --license             print the license and exit
 -V, --version             print version and exit
+-d, --daemon              run as a daemon (the command returns once the server serves)
 -P, --pidfile=<file>      save PID in <file>
 -r, --enable-coredumps    maximize core file limit
 -t, --threads=<num>       number of worker threads to use (default: 4)
