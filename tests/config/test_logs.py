@@ -134,3 +134,20 @@ def test_daemon_mode_and_pidfile(tmp_path):
         p = subprocess.run([sqlcached_bin(), "-d", "-l", "127.0.0.1", "-p", str(busy.getsockname()[1])],
                            capture_output=True, text=True, timeout=30)
     assert p.returncode == 71 and "failed to listen on TCP" in p.stderr, p
+
+
+def test_open_listener_without_auth_is_said_at_start(tmp_path):
+    """Safe defaults: listening beyond loopback with no authentication is one warning line at
+    the default verbosity; a loopback-only server says nothing of the kind."""
+    port = free_port()
+    with open(tmp_path / "open.log", "wb") as f:
+        p = subprocess.Popen([sqlcached_bin(), "-l", "0.0.0.0", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=f)
+    try:
+        wait_port(port, p)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+    log = (tmp_path / "open.log").read_text()
+    assert f"TCP 0.0.0.0:{port} is reachable from other hosts and has no authentication" in log, log
+    log, _, _ = run([], log_path=tmp_path / "lo.log")
+    assert "no authentication" not in log

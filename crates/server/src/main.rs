@@ -104,6 +104,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
                 let l = listen::bind_tcp(addr, cfg.backlog)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
                 log::info!("listening on TCP {addr} (memcached text, meta and binary protocols)");
+                warn_if_open(addr, "TCP");
                 let (s, w) = (shared.clone(), workers.clone());
                 threads.push(
                     std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?,
@@ -115,6 +116,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
                 let sock = std::net::UdpSocket::bind(addr)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}")))?;
                 log::info!("listening on UDP {addr}");
+                warn_if_open(addr, "UDP");
                 let (s, w) = (shared.clone(), shared.workers[0].clone());
                 threads.push(std::thread::Builder::new().name("udp".into()).spawn(move || udp::serve(sock, s, w))?);
             }
@@ -165,6 +167,18 @@ fn run(cfg: Config) -> std::io::Result<()> {
     }
     log::info!("stopped");
     std::process::exit(0);
+}
+
+/// Safe defaults: the memcached protocols have no authentication in sqlcached yet, so a
+/// listener reachable from other hosts is said at start, at the default level.
+fn warn_if_open(addr: std::net::SocketAddr, proto: &str) {
+    if !addr.ip().is_loopback() {
+        log::warn!(
+            "{proto} {addr} is reachable from other hosts and has no authentication: anyone who can \
+             connect can read, change and flush every item. Listen on loopback (-l 127.0.0.1) or \
+             firewall the port"
+        );
+    }
 }
 
 /// Block SIGINT/SIGTERM in every thread so that one thread can wait for them.
