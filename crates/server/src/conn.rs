@@ -41,18 +41,29 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let idle = shared.cfg.idle_timeout;
     let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     let per_event = shared.cfg.reqs_per_event;
+    // Stopping: leave at the next read, when every request read so far is answered.
+    let mut stop = shared.stop.subscribe();
     loop {
+        if *stop.borrow_and_update() {
+            break;
+        }
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
             rbuf.reserve(READ_CHUNK);
         }
         let read = sock.read_buf(&mut rbuf);
-        let n = if idle > 0 {
-            match tokio::time::timeout(Duration::from_secs(idle), read).await {
-                Ok(r) => r,
-                Err(_) => break,
+        let read = async {
+            if idle > 0 {
+                tokio::time::timeout(Duration::from_secs(idle), read).await.ok()
+            } else {
+                Some(read.await)
             }
-        } else {
-            read.await
+        };
+        let n = tokio::select! {
+            r = read => match r {
+                Some(r) => r,
+                None => break,
+            },
+            _ = stop.changed() => break,
         };
         let n = match n {
             Ok(0) | Err(_) => break,

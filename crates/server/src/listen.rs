@@ -75,6 +75,9 @@ pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
     loop {
         match l.accept() {
             Ok((mut s, peer)) => {
+                if shared.shutting_down.load(Ordering::SeqCst) {
+                    continue; // stopping: closed unanswered
+                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;
@@ -94,6 +97,9 @@ pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: 
     loop {
         match l.accept() {
             Ok((mut s, _)) => {
+                if shared.shutting_down.load(Ordering::SeqCst) {
+                    continue; // stopping: closed unanswered
+                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;

@@ -35,6 +35,8 @@ use crate::workers::Workers;
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
 const EX_USAGE: i32 = 64;
+/// How long a stop waits for connections to finish the requests they have read.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Exit code for a bad `--containers` file (`EX_CONFIG`).
 const EX_CONFIG: i32 = 78;
 
@@ -147,7 +149,13 @@ fn run(cfg: Config) -> std::io::Result<()> {
         d.ready(cfg.verbose > 0);
     }
     let _ = rx.recv();
-    log::info!("shutting down");
+    log::info!("shutting down: no new connections; open ones close once their requests are answered");
+    let open = shared.drain(DRAIN_LIMIT);
+    if open > 0 {
+        log::warn!(
+            "{open} connections still busy after {DRAIN_LIMIT:?} (a client not reading its replies?): closing them"
+        );
+    }
     if let Some(disk) = &disk {
         disk.close();
     }

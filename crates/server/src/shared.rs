@@ -58,6 +58,9 @@ pub struct Shared {
     pub shutting_down: AtomicBool,
     /// Wakes the main thread for shutdown.
     pub shutdown: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// Turns true when the server stops: every connection closes at its next read, with
+    /// nothing in flight (see [`Shared::drain`]).
+    pub stop: tokio::sync::watch::Sender<bool>,
     /// Per-prefix counters (`stats detail`).
     pub detail: Detail,
     /// The persistent tier, with `--data-dir`.
@@ -86,6 +89,7 @@ impl Shared {
             next_conn: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
+            stop: tokio::sync::watch::Sender::new(false),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
             sql: None,
@@ -104,6 +108,23 @@ impl Shared {
         self.shutting_down.store(true, Ordering::SeqCst);
         if let Some(tx) = self.shutdown.lock().as_ref() {
             let _ = tx.send(());
+        }
+    }
+
+    /// Stop serving: new connections are closed at accept, and each open connection
+    /// closes once the requests it has read are answered (and acknowledged by the disk
+    /// tier). Waits until every connection is gone or `limit` has passed; returns how
+    /// many were still open.
+    pub fn drain(&self, limit: std::time::Duration) -> usize {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.stop.send_replace(true);
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let open = self.curr_connections.load(Ordering::SeqCst);
+            if open == 0 || std::time::Instant::now() >= deadline {
+                return open;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 
