@@ -66,9 +66,28 @@ impl Conn {
     async fn run(&mut self) -> Result<(), RelayError> {
         loop {
             self.cache.begin_command();
-            let len = match self.client.message_len().await {
-                Ok(len) => len,
-                Err(_) => return Ok(()), // client went away (or sent garbage): close both
+            // Idle between commands: the client may send one, or the backend may close this
+            // connection (wait_timeout, KILL, a restart). Then close the client at once, as
+            // the server itself would, so pools see a dead connection and replace it
+            // instead of failing the next command with "lost connection to backend".
+            let (client, server) = (&mut self.client, &mut self.server);
+            let len = tokio::select! {
+                r = client.message_len() => match r {
+                    Ok(len) => len,
+                    Err(_) => return Ok(()), // client went away (or sent garbage): close both
+                },
+                r = server.fill() => {
+                    // What an idle backend says is its goodbye (MySQL 8 sends ER_CLIENT_
+                    // INTERACTION_TIMEOUT before closing): pass it on, then close.
+                    let said = server.buffered().to_vec();
+                    let _ = client.write(&said).await;
+                    self.cache.backend_lost();
+                    log::debug!("mysql proxy: the backend closed an idle connection ({}): closing its client", match r {
+                        Ok(()) => "after an unsolicited message".to_string(),
+                        Err(e) => e.to_string(),
+                    });
+                    return Ok(());
+                }
             };
             let (code, last_seq) = {
                 let m = self.client.message(len);
