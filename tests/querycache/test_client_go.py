@@ -1,6 +1,7 @@
 """The unchanged Go driver github.com/go-sql-driver/mysql through the proxy: `go test` in
 tests/clients/mysql/go (server-side prepared statements with interpolateParams=false, a
-transaction, errors, multi-statements, a > 16 MiB row, a wrong password), every result
+transaction, errors, multi-statements, a > 16 MiB row, a wrong password, the pool after the
+backend's wait_timeout), every result
 compared with MariaDB's direct answer. Modules come from the Go module cache
 (.ci/deps-clients.sh fetches them)."""
 import os

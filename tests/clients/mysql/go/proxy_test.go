@@ -328,3 +328,30 @@ func TestInitDB(t *testing.T) {
 		t.Fatalf("DATABASE() = %q %v", db, err)
 	}
 }
+
+// TestPoolAfterWaitTimeout: a pooled connection that sat idle past the backend's
+// wait_timeout is closed by MariaDB. Directly, the driver's liveness check sees the closed
+// socket and the pool quietly opens a new one; through the proxy the same must happen (the
+// proxy closes the client when its backend goes), instead of the next BEGIN failing with
+// ERROR 1158 "Lost connection to MySQL backend".
+func TestPoolAfterWaitTimeout(t *testing.T) {
+	for _, db := range []*sql.DB{direct(t, "&wait_timeout=1"), proxy(t, "&wait_timeout=1")} {
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		if got := one(t, db, "SELECT v FROM t WHERE id = 3"); got == "" {
+			t.Fatalf("empty read")
+		}
+		time.Sleep(2500 * time.Millisecond)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatalf("BEGIN after the backend closed the idle connection: %v", err)
+		}
+		var v string
+		if err := tx.QueryRow("SELECT v FROM t WHERE id = 3").Scan(&v); err != nil {
+			t.Fatalf("read in the new transaction: %v", err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("COMMIT: %v", err)
+		}
+	}
+}
