@@ -317,29 +317,37 @@ def test_delimiter_and_default_container(tmp_path, client_of):
         assert c.cmd("get @@setup_1.AA") == b"CLIENT_ERROR unknown container 'setup_1.AA'"
 
 
-def test_binary_mapped_key(env):
-    import socket
+def _bin_request(sock, opcode, key, extras=b"", val=b"", cas=0):
+    """Send one binary request; returns (status, body) of its reply."""
     import struct
-    s, _, _ = env
-    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-    key = b"@@setup_2.bin"
-    extras = struct.pack(">II", 3, 0)
-    val = b"bval"
-    hdr = struct.pack(">BBHBBHIIQ", 0x80, 0x01, len(key), len(extras), 0, 0, len(extras) + len(key) + len(val), 7, 0)
+    hdr = struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, len(extras) + len(key) + len(val), 9, cas)
     sock.sendall(hdr + extras + key + val)
-    r = sock.recv(24)
-    assert r[0] == 0x81 and struct.unpack(">H", r[6:8])[0] == 0
-    hdr = struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(key), 0, 0, 0, len(key), 8, 0)
-    sock.sendall(hdr + key)
     r = b""
     while len(r) < 24:
         r += sock.recv(100)
     blen = struct.unpack(">I", r[8:12])[0]
     while len(r) < 24 + blen:
         r += sock.recv(100)
-    assert struct.unpack(">H", r[6:8])[0] == 0
-    assert r[24:28] == struct.pack(">I", 3)
-    assert r[28:24 + blen] == b"bval"
+    assert r[0] == 0x81
+    return struct.unpack(">H", r[6:8])[0], r[24:24 + blen]
+
+
+def _bin_set(sock, key, val, cas=0, flags=0):
+    import struct
+    return _bin_request(sock, 0x01, key, struct.pack(">II", flags, 0), val, cas)[0]
+
+
+def test_binary_mapped_key(env):
+    import socket
+    import struct
+    s, _, _ = env
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    key = b"@@setup_2.bin"
+    assert _bin_set(sock, key, b"bval", flags=3) == 0
+    status, body = _bin_request(sock, 0x00, key)
+    assert status == 0
+    assert body[:4] == struct.pack(">I", 3)
+    assert body[4:] == b"bval"
     sock.close()
 
 
@@ -371,20 +379,6 @@ table = "t"
     assert code != 0
     for n in needle:
         assert n in err, err
-
-
-def _bin_set(sock, key, val, cas):
-    import struct
-    extras = struct.pack(">II", 0, 0)
-    hdr = struct.pack(">BBHBBHIIQ", 0x80, 0x01, len(key), len(extras), 0, 0, len(extras) + len(key) + len(val), 9, cas)
-    sock.sendall(hdr + extras + key + val)
-    r = b""
-    while len(r) < 24:
-        r += sock.recv(100)
-    blen = struct.unpack(">I", r[8:12])[0]
-    while len(r) < 24 + blen:
-        r += sock.recv(100)
-    return struct.unpack(">H", r[6:8])[0]
 
 
 def test_container_and_memory_keys_agree_on_cas_off_and_item_size(tmp_path, client_of):
