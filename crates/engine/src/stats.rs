@@ -2,6 +2,26 @@
 
 use std::ops::AddAssign;
 
+/// What a statistic measures. memcached's `stats` replies ignore it; outputs that type
+/// their figures (Prometheus: counter, gauge) need it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up (until `stats reset`): requests, hits, bytes moved.
+    Counter,
+    /// Goes up and down: items, connections, bytes held.
+    Gauge,
+    /// A setting or a label, not a measurement (`version`, `stats settings`).
+    Info,
+}
+
+/// Where statistics go. Every producer (engine, tiers, the MySQL proxy, containers) writes
+/// each figure once through a sink; memcached's text and binary `stats` replies (and a
+/// metrics endpoint) are sinks, so no output parses another.
+pub trait StatSink {
+    /// One figure, under memcached's name for it.
+    fn stat(&mut self, name: &str, kind: Kind, value: &dyn std::fmt::Display);
+}
+
 /// Counters kept per shard, under the shard lock (so they cost no atomics).
 #[derive(Default, Clone, Debug)]
 pub struct ShardStats {

@@ -34,8 +34,8 @@ pub trait Tier: Send + Sync {
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored
     /// before that unix time are dropped once it passes.
     fn flush(&self, at_unix: i64);
-    /// Extra `stats` lines (name, value) describing the tier.
-    fn stats(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
+    /// Writes the tier's own figures (`stats` lines) into `sink`.
+    fn stats(&self, sink: &mut dyn crate::stats::StatSink) {
+        let _ = sink;
     }
 }

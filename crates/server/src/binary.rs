@@ -246,7 +246,8 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     Flow::Continue
 }
 
-/// `Stat`: the text protocol's stats, one key/value reply each, then an empty one.
+/// `Stat`: the same figures as the text protocol's `stats`, one key/value reply each,
+/// then an empty one.
 fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let mut line = b"stats".to_vec();
     if !key.is_empty() {
@@ -271,26 +272,11 @@ fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         write_stat_end(out, opaque);
         return;
     }
-    let mut text = Vec::new();
-    crate::stats::execute(&args, ctx, &mut text);
-    if text == b"RESET\r\n" {
-        write_stat_end(out, opaque);
-        return;
-    }
-    if !text.starts_with(b"STAT ") {
+    if args.get(0) == b"reset" {
+        crate::stats::reset(ctx);
+    } else if !crate::stats::report(args.get(0), ctx, &mut crate::stats::BinarySink { out, opaque }) {
         write_error(out, Opcode::Stat, Status::KeyNotFound, opaque);
         return;
-    }
-    for l in text.split(|&b| b == b'\n') {
-        let l = l.strip_suffix(b"\r").unwrap_or(l);
-        let Some(rest) = l.strip_prefix(b"STAT ") else {
-            continue;
-        };
-        let (name, value) = match rest.iter().position(|&b| b == b' ') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &[][..]),
-        };
-        write_stat(out, opaque, name, value);
     }
     write_stat_end(out, opaque);
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use engine::stats::{Kind, StatSink};
 use engine::tier::{Tier, TierItem};
 use parking_lot::{Condvar, Mutex};
 
@@ -297,24 +298,23 @@ impl Tier for DiskTier {
         self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) });
     }
 
-    fn stats(&self) -> Vec<(&'static str, String)> {
+    fn stats(&self, sink: &mut dyn StatSink) {
         let s = &self.shared;
         let c = &s.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
-        vec![
-            ("disk_durability", if s.opts.durability == Durability::Sync { "sync" } else { "async" }.to_string()),
-            ("disk_items", s.meta.lock().items.to_string()),
-            ("disk_bytes", get(&c.bytes)),
-            ("disk_space", s.store.disk_space().to_string()),
-            ("disk_limit", s.opts.disk_limit.to_string()),
-            ("disk_writes", get(&c.writes)),
-            ("disk_batches", get(&c.batches)),
-            ("disk_fsyncs", get(&c.fsyncs)),
-            ("disk_evictions", get(&c.evictions)),
-            ("disk_damaged_records", get(&c.damaged)),
-            ("disk_read_errors", get(&c.read_errors)),
-            ("disk_queue_bytes", s.pending.lock().bytes.to_string()),
-            ("disk_failed", (s.failed.load(Ordering::Relaxed) as u8).to_string()),
-        ]
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let durability = if s.opts.durability == Durability::Sync { "sync" } else { "async" };
+        sink.stat("disk_durability", Kind::Info, &durability);
+        sink.stat("disk_items", Kind::Gauge, &s.meta.lock().items);
+        sink.stat("disk_bytes", Kind::Gauge, &get(&c.bytes));
+        sink.stat("disk_space", Kind::Gauge, &s.store.disk_space());
+        sink.stat("disk_limit", Kind::Gauge, &s.opts.disk_limit);
+        sink.stat("disk_writes", Kind::Counter, &get(&c.writes));
+        sink.stat("disk_batches", Kind::Counter, &get(&c.batches));
+        sink.stat("disk_fsyncs", Kind::Counter, &get(&c.fsyncs));
+        sink.stat("disk_evictions", Kind::Counter, &get(&c.evictions));
+        sink.stat("disk_damaged_records", Kind::Counter, &get(&c.damaged));
+        sink.stat("disk_read_errors", Kind::Counter, &get(&c.read_errors));
+        sink.stat("disk_queue_bytes", Kind::Gauge, &s.pending.lock().bytes);
+        sink.stat("disk_failed", Kind::Gauge, &u8::from(s.failed.load(Ordering::Relaxed)));
     }
 }

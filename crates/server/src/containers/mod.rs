@@ -249,9 +249,15 @@ impl Sql {
         Fail::Client(format!("no key after container name '{}' (connection now bound to it)", self.name(i)))
     }
 
-    /// `stats` lines for the containers (names in `stats`): the caller writes
-    /// each as `STAT <name> <value>`.
-    pub fn stats_lines(&self) -> Vec<(String, u64)> {
+    /// Writes the containers' figures (all counters) into `sink`.
+    pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
+        for (name, value) in self.stats_lines() {
+            sink.stat(&name, engine::stats::Kind::Counter, &value);
+        }
+    }
+
+    /// The containers' counters by their `stats` names.
+    fn stats_lines(&self) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         for (c, s) in self.list.iter().zip(&self.counters) {
             s.lines(c.name(), &mut out);

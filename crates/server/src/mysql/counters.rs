@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use engine::stats::{Kind, StatSink};
+
 /// Counters of the proxy itself (the cache and binlog keep their own).
 #[derive(Default)]
 pub struct Counters {
@@ -12,9 +14,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Appends `STAT name value` lines.
-    pub fn write(&self, stat: &mut dyn FnMut(&str, u64)) {
-        stat("mysql_connections", self.connections.load(Ordering::Relaxed));
-        stat("mysql_backend_errors", self.backend_errors.load(Ordering::Relaxed));
+    /// Writes the proxy's own figures.
+    pub fn write(&self, sink: &mut dyn StatSink) {
+        sink.stat("mysql_connections", Kind::Gauge, &self.connections.load(Ordering::Relaxed));
+        sink.stat("mysql_backend_errors", Kind::Counter, &self.backend_errors.load(Ordering::Relaxed));
     }
 }

@@ -48,12 +48,12 @@ impl Proxy {
         })
     }
 
-    /// Calls `stat` for each of the proxy's lines in `stats`.
-    pub fn write_stats(&self, stat: &mut dyn FnMut(&str, u64)) {
+    /// Writes the proxy's figures (its lines in `stats`).
+    pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         if let Some(cache) = &self.cache {
-            cache.write_stats(stat);
+            cache.write_stats(sink);
         }
-        self.counters.write(stat);
+        self.counters.write(sink);
     }
 
     /// Notes whether a client connection could reach the backend; logs each change once

@@ -80,27 +80,28 @@ impl SharedCache {
         }
     }
 
-    /// Calls `stat` for each cache and binlog counter.
-    pub fn write_stats(&self, stat: &mut dyn FnMut(&str, u64)) {
+    /// Writes the cache's and the binlog follower's figures.
+    pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
+        use engine::stats::Kind;
         let s = self.qc.stats();
-        stat("Qcache_hits", s.hits);
-        stat("Qcache_inserts", s.inserts);
-        stat("Qcache_not_cached", s.not_cached);
-        stat("Qcache_lowmem_prunes", s.lowmem_prunes);
-        stat("Qcache_queries_in_cache", s.queries_in_cache);
-        stat("Qcache_invalidations_proxy", s.invalidations_proxy);
-        stat("Qcache_invalidations_binlog_rows", s.invalidations_binlog_rows);
-        stat("Qcache_invalidations_table", s.invalidations_table);
-        stat("Qcache_invalidations_all", s.invalidations_all);
-        stat("Qcache_fills_refused", s.fills_refused);
-        stat("Qcache_shared_misses", s.shared_misses);
-        stat("Qcache_online", u64::from(s.online));
-        stat("Qcache_bytes", s.bytes);
+        sink.stat("Qcache_hits", Kind::Counter, &s.hits);
+        sink.stat("Qcache_inserts", Kind::Counter, &s.inserts);
+        sink.stat("Qcache_not_cached", Kind::Counter, &s.not_cached);
+        sink.stat("Qcache_lowmem_prunes", Kind::Counter, &s.lowmem_prunes);
+        sink.stat("Qcache_queries_in_cache", Kind::Gauge, &s.queries_in_cache);
+        sink.stat("Qcache_invalidations_proxy", Kind::Counter, &s.invalidations_proxy);
+        sink.stat("Qcache_invalidations_binlog_rows", Kind::Counter, &s.invalidations_binlog_rows);
+        sink.stat("Qcache_invalidations_table", Kind::Counter, &s.invalidations_table);
+        sink.stat("Qcache_invalidations_all", Kind::Counter, &s.invalidations_all);
+        sink.stat("Qcache_fills_refused", Kind::Counter, &s.fills_refused);
+        sink.stat("Qcache_shared_misses", Kind::Counter, &s.shared_misses);
+        sink.stat("Qcache_online", Kind::Gauge, &u64::from(s.online));
+        sink.stat("Qcache_bytes", Kind::Gauge, &s.bytes);
         let b = self.follower.get().map(Follower::stats).unwrap_or_default();
-        stat("binlog_connected", u64::from(b.connected));
-        stat("binlog_lag_ms", b.lag_ms);
-        stat("binlog_events", b.events);
-        stat("binlog_reconnects", b.reconnects);
+        sink.stat("binlog_connected", Kind::Gauge, &u64::from(b.connected));
+        sink.stat("binlog_lag_ms", Kind::Gauge, &b.lag_ms);
+        sink.stat("binlog_events", Kind::Counter, &b.events);
+        sink.stat("binlog_reconnects", Kind::Counter, &b.reconnects);
     }
 }
 
