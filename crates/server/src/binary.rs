@@ -274,7 +274,7 @@ fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     }
     if args.get(0) == b"reset" {
         crate::stats::reset(ctx);
-    } else if !crate::stats::report(args.get(0), ctx, &mut crate::stats::BinarySink { out, opaque }) {
+    } else if !crate::stats::report(args.get(0), ctx.shared, &mut crate::stats::BinarySink { out, opaque }) {
         write_error(out, Opcode::Stat, Status::KeyNotFound, opaque);
         return;
     }

@@ -4,6 +4,7 @@
 //! ([`text`], [`meta`], [`binary`]) → engine operations (`engine::ops`) → the sharded
 //! in-memory store (and, below it, a storage tier).
 
+mod admin;
 mod binary;
 mod check;
 mod config;
@@ -130,6 +131,9 @@ fn run(cfg: Config) -> std::io::Result<()> {
         log::info!("listening on MySQL {addr} (proxy to {})", cfg.mysql.backend.as_deref().unwrap_or("?"));
         let (p, w) = (shared.mysql.clone().expect("set with --mysql-listen"), workers.clone());
         threads.push(std::thread::Builder::new().name("accept-mysql".into()).spawn(move || mysql::accept(l, p, w))?);
+    }
+    if let Some(addr) = &cfg.metrics_listen {
+        admin::start(addr, shared.clone())?;
     }
     unix::drop_privileges(&cfg)?;
     if let Some(pidfile) = &cfg.pidfile {

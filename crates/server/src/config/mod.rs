@@ -105,6 +105,8 @@ pub struct Config {
     pub log_format: crate::logging::Format,
     /// Run in the background (`-d`).
     pub daemonize: bool,
+    /// `--metrics-listen ADDR`: the admin HTTP endpoint (`/metrics`).
+    pub metrics_listen: Option<String>,
 }
 
 impl Default for Config {
@@ -146,6 +148,7 @@ impl Default for Config {
             config_file: None,
             log_format: Default::default(),
             daemonize: false,
+            metrics_listen: None,
         }
     }
 }
@@ -395,6 +398,7 @@ impl Config {
                 }
                 Long("data-dir-recover") => c.data_dir_recover = true,
                 Long("containers") => c.containers = Some(val(&mut p)?),
+                Long("metrics-listen") => c.metrics_listen = Some(val(&mut p)?),
                 Long("log-format") => {
                     c.log_format = match val(&mut p)?.as_str() {
                         "text" => crate::logging::Format::Text,
@@ -488,6 +492,8 @@ Configuration file (sqlcached):
                           extended = { idle_timeout = 30 }); flags given here override it
 --check-config            check the settings and what they point at (containers, MySQL
                           backend, data directory), print what was checked, and exit
+Metrics (sqlcached):
+--metrics-listen=<addr>   serve GET /metrics (OpenMetrics, for Prometheus) on host:port
 Logs (sqlcached):
 --log-format=<fmt>        text (default) or json: one JSON object per line on stderr.
                           Lifecycle events, warnings and errors are always logged; -v

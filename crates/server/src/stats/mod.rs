@@ -10,6 +10,7 @@ use engine::stats::{Kind, StatSink};
 use protocol_memcache::text::{reply, Tokens};
 
 use crate::ctx::{Ctx, Flow};
+use crate::shared::Shared;
 use crate::slab;
 use crate::text::VERSION;
 
@@ -38,7 +39,7 @@ pub fn execute(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
         },
         b"cachedump" => cachedump(args, ctx, out),
         sub => {
-            if report(sub, ctx, &mut TextSink(out)) {
+            if report(sub, ctx.shared, &mut TextSink(out)) {
                 out.extend_from_slice(reply::END);
             } else {
                 out.extend_from_slice(reply::ERROR);
@@ -56,13 +57,13 @@ pub fn reset(ctx: &Ctx<'_>) {
 
 /// The `stats [sub]` reports made of figures (general, `settings`, `items`, `slabs`,
 /// `conns`, `sizes`), written into `sink`; `false` for a sub-command that is not one.
-pub fn report(sub: &[u8], ctx: &Ctx<'_>, sink: &mut dyn StatSink) -> bool {
+pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
     match sub {
-        b"" => general(ctx, sink),
-        b"settings" => settings(ctx, sink),
-        b"items" => items(ctx, sink),
-        b"slabs" => slabs(ctx, sink),
-        b"conns" => conns(ctx, sink),
+        b"" => general(shared, sink),
+        b"settings" => settings(shared, sink),
+        b"items" => items(shared, sink),
+        b"slabs" => slabs(shared, sink),
+        b"conns" => conns(shared, sink),
         b"sizes" => sink.stat("sizes_status", Kind::Info, &"disabled"),
         _ => return false,
     }
@@ -78,8 +79,8 @@ fn rusage() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
-fn general(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
-    let sh = ctx.shared;
+fn general(shared: &Shared, sink: &mut dyn StatSink) {
+    let sh = shared;
     let e = sh.engine.stats();
     let clock = sh.engine.clock();
     let i = &e.items;
@@ -149,16 +150,16 @@ fn general(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
     }
 }
 
-fn settings(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
-    let c = &ctx.shared.cfg;
+fn settings(shared: &Shared, sink: &mut dyn StatSink) {
+    let c = &shared.cfg;
     let yn = |b: bool| if b { "yes" } else { "no" };
     let mut s = |n: &str, v: &dyn std::fmt::Display| sink.stat(n, Kind::Info, v);
-    s("maxbytes", &ctx.shared.engine.memory_limit());
+    s("maxbytes", &shared.engine.memory_limit());
     s("maxconns", &c.max_connections);
     s("tcpport", &c.port);
     s("udpport", &c.udp_port);
     s("inter", &if c.listen.is_empty() { "NULL".to_string() } else { c.listen.join(",") });
-    s("verbosity", &ctx.shared.verbose());
+    s("verbosity", &shared.verbose());
     s("oldest", &0);
     s("evictions", &if c.disable_evictions { "off" } else { "on" });
     s("domain_socket", &c.unix_socket.clone().unwrap_or_else(|| "NULL".into()));
@@ -180,7 +181,7 @@ fn settings(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
     s("idle_timeout", &c.idle_timeout);
     s("ssl_enabled", &"no");
     s("eviction_policy", &"s3-fifo");
-    s("engine_shards", &ctx.shared.engine.shard_count());
+    s("engine_shards", &shared.engine.shard_count());
 }
 
 /// Items of one memcached slab class.
@@ -192,8 +193,8 @@ struct ClassStats {
 }
 
 /// Group live items by the slab class memcached would use for them.
-fn class_stats(ctx: &Ctx<'_>) -> std::collections::BTreeMap<u32, ClassStats> {
-    let engine = &ctx.shared.engine;
+fn class_stats(shared: &Shared) -> std::collections::BTreeMap<u32, ClassStats> {
+    let engine = &shared.engine;
     let use_cas = engine.config().use_cas;
     let now = engine.clock().now();
     let mut classes = std::collections::BTreeMap::<u32, ClassStats>::new();
@@ -207,8 +208,8 @@ fn class_stats(ctx: &Ctx<'_>) -> std::collections::BTreeMap<u32, ClassStats> {
     classes
 }
 
-fn items(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
-    for (cls, c) in class_stats(ctx) {
+fn items(shared: &Shared, sink: &mut dyn StatSink) {
+    for (cls, c) in class_stats(shared) {
         let p = |n: &str| format!("items:{cls}:{n}");
         sink.stat(&p("number"), Kind::Gauge, &c.number);
         sink.stat(&p("age"), Kind::Gauge, &c.age);
@@ -216,8 +217,8 @@ fn items(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
     }
 }
 
-fn slabs(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
-    let classes = class_stats(ctx);
+fn slabs(shared: &Shared, sink: &mut dyn StatSink) {
+    let classes = class_stats(shared);
     for (cls, c) in &classes {
         let p = |n: &str| format!("{cls}:{n}");
         sink.stat(&p("chunk_size"), Kind::Info, &slab::class_size(*cls));
@@ -225,7 +226,7 @@ fn slabs(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
         sink.stat(&p("mem_requested"), Kind::Gauge, &c.bytes);
     }
     sink.stat("active_slabs", Kind::Gauge, &classes.len());
-    sink.stat("total_malloced", Kind::Gauge, &ctx.shared.engine.mem_used());
+    sink.stat("total_malloced", Kind::Gauge, &shared.engine.mem_used());
 }
 
 /// `stats cachedump <class> <limit>`: keys of one slab class (limit 0: all), as
@@ -261,9 +262,9 @@ fn cachedump(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(reply::END);
 }
 
-fn conns(ctx: &Ctx<'_>, sink: &mut dyn StatSink) {
-    let now = ctx.shared.engine.clock().now();
-    for (id, c) in ctx.shared.conns.lock().iter() {
+fn conns(shared: &Shared, sink: &mut dyn StatSink) {
+    let now = shared.engine.clock().now();
+    for (id, c) in shared.conns.lock().iter() {
         sink.stat(&format!("{id}:addr"), Kind::Info, &c.addr);
         sink.stat(&format!("{id}:listen_addr"), Kind::Info, &c.listen_addr);
         sink.stat(&format!("{id}:state"), Kind::Info, &"conn_parse_cmd");

@@ -1,0 +1,43 @@
+//! The admin listener (`--metrics-listen ADDR`): an HTTP endpoint beside the data ports.
+//!
+//! - `GET /metrics`: every figure of memcached's `stats` (and the disk tier's, the MySQL
+//!   proxy's, the containers') in the OpenMetrics text format that Prometheus scrapes,
+//!   read from the same [`engine::stats::StatSink`] producers as `stats` (`metrics.rs`).
+//!
+//! One thread serves it (tiny_http), so scrapes never take a worker from the data path.
+
+mod metrics;
+
+use std::sync::Arc;
+
+use crate::shared::Shared;
+
+/// Start serving the admin endpoints on `addr`; fails if the address cannot be bound.
+pub fn start(addr: &str, shared: Arc<Shared>) -> std::io::Result<()> {
+    let server = tiny_http::Server::http(addr)
+        .map_err(|e| std::io::Error::other(format!("failed to listen on metrics {addr}: {e}")))?;
+    let registry = metrics::registry(shared);
+    log::info!("listening on HTTP {addr} (GET /metrics: Prometheus/OpenMetrics)");
+    std::thread::Builder::new().name("admin".into()).spawn(move || {
+        for req in server.incoming_requests() {
+            let resp = match (req.method(), req.url()) {
+                (tiny_http::Method::Get, "/metrics") => match metrics::render(&registry) {
+                    Ok(body) => tiny_http::Response::from_string(body).with_header(header(metrics::CONTENT_TYPE)),
+                    Err(e) => tiny_http::Response::from_string(format!("encoding failed: {e}\n")).with_status_code(500),
+                },
+                (tiny_http::Method::Get, _) => {
+                    tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404)
+                }
+                _ => tiny_http::Response::from_string("method not allowed\n").with_status_code(405),
+            };
+            if let Err(e) = req.respond(resp) {
+                log::debug!("metrics: writing a response: {e}");
+            }
+        }
+    })?;
+    Ok(())
+}
+
+fn header(content_type: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes()).expect("a valid header")
+}
