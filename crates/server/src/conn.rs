@@ -30,6 +30,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     worker: Arc<WorkerStats>,
     info: Arc<ConnInfo>,
 ) {
+    let _closing = Closing(&shared, &info);
     let ctx = Ctx::new(&shared, &worker, &info);
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -41,29 +42,23 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let idle = shared.cfg.idle_timeout;
     let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     let per_event = shared.cfg.reqs_per_event;
-    // Stopping: leave at the next read, when every request read so far is answered.
-    let mut stop = shared.stop.subscribe();
     loop {
-        if *stop.borrow_and_update() {
+        // Stopping: a client that keeps the socket busy still stops at a request
+        // boundary (an idle one sees the end of the stream: Shared::drain).
+        if shared.shutting_down.load(Ordering::Relaxed) {
             break;
         }
         if rbuf.capacity() - rbuf.len() < READ_CHUNK / 4 {
             rbuf.reserve(READ_CHUNK);
         }
         let read = sock.read_buf(&mut rbuf);
-        let read = async {
-            if idle > 0 {
-                tokio::time::timeout(Duration::from_secs(idle), read).await.ok()
-            } else {
-                Some(read.await)
+        let n = if idle > 0 {
+            match tokio::time::timeout(Duration::from_secs(idle), read).await {
+                Ok(r) => r,
+                Err(_) => break,
             }
-        };
-        let n = tokio::select! {
-            r = read => match r {
-                Some(r) => r,
-                None => break,
-            },
-            _ = stop.changed() => break,
+        } else {
+            read.await
         };
         let n = match n {
             Ok(0) | Err(_) => break,
@@ -130,6 +125,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
     let _ = sock.shutdown().await;
+}
+
+/// Forgets the connection's descriptor when `serve` returns by any path: a local, so it
+/// is dropped before the socket (a parameter) closes the descriptor.
+struct Closing<'a>(&'a Shared, &'a ConnInfo);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.closing(self.1);
+    }
 }
 
 /// With a persistent tier, wait until the writes this connection just made may be

@@ -32,6 +32,9 @@ pub struct ConnInfo {
     pub listen_addr: String,
     /// Relative time of the last command.
     pub last_cmd: AtomicU32,
+    /// The socket's descriptor while it is open, -1 after (changed under the `conns`
+    /// lock, so a stop never shuts down a descriptor that was closed and reused).
+    pub fd: std::sync::atomic::AtomicI32,
 }
 
 /// The server's shared state.
@@ -58,9 +61,7 @@ pub struct Shared {
     pub shutting_down: AtomicBool,
     /// Wakes the main thread for shutdown.
     pub shutdown: Mutex<Option<std::sync::mpsc::Sender<()>>>,
-    /// Turns true when the server stops: every connection closes at its next read, with
-    /// nothing in flight (see [`Shared::drain`]).
-    pub stop: tokio::sync::watch::Sender<bool>,
+
     /// Per-prefix counters (`stats detail`).
     pub detail: Detail,
     /// The persistent tier, with `--data-dir`.
@@ -89,7 +90,6 @@ impl Shared {
             next_conn: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
-            stop: tokio::sync::watch::Sender::new(false),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
             sql: None,
@@ -113,11 +113,18 @@ impl Shared {
 
     /// Stop serving: new connections are closed at accept, and each open connection
     /// closes once the requests it has read are answered (and acknowledged by the disk
-    /// tier). Waits until every connection is gone or `limit` has passed; returns how
-    /// many were still open.
+    /// tier): its socket's reading side is shut down, so its next read sees the end of
+    /// the stream, and nothing is added to the request path. Waits until every
+    /// connection is gone or `limit` has passed; returns how many were still open.
     pub fn drain(&self, limit: std::time::Duration) -> usize {
         self.shutting_down.store(true, Ordering::SeqCst);
-        self.stop.send_replace(true);
+        for c in self.conns.lock().values() {
+            let fd = c.fd.load(Ordering::SeqCst);
+            if fd >= 0 {
+                // SAFETY: fd is open: it is set to -1 under this lock before it is closed.
+                unsafe { libc::shutdown(fd, libc::SHUT_RD) };
+            }
+        }
         let deadline = std::time::Instant::now() + limit;
         loop {
             let open = self.curr_connections.load(Ordering::SeqCst);
@@ -126,6 +133,12 @@ impl Shared {
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+    }
+
+    /// A connection is about to close its socket: forget its descriptor first.
+    pub fn closing(&self, info: &ConnInfo) {
+        let _conns = self.conns.lock();
+        info.fd.store(-1, Ordering::SeqCst);
     }
 
     /// `stats reset`: zero the server-level counters.

@@ -18,7 +18,12 @@ const FRAME_HEADER: usize = 8;
 /// Answer datagrams on `sock` forever.
 pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let local = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default();
-    let info = ConnInfo { addr: local.clone(), listen_addr: local, last_cmd: AtomicU32::new(0) };
+    let info = ConnInfo {
+        addr: local.clone(),
+        listen_addr: local,
+        last_cmd: AtomicU32::new(0),
+        fd: std::sync::atomic::AtomicI32::new(-1),
+    };
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::new();
     // Writes are acknowledged only once the persistent tier allows it, as on TCP.

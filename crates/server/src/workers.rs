@@ -88,10 +88,16 @@ impl Workers {
     /// Hand a new connection to the next worker, round robin.
     pub fn dispatch(&self, shared: &Shared, sock: Incoming, addr: String, listen_addr: String) {
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        use std::os::fd::AsRawFd;
+        let fd = match &sock {
+            Incoming::Tcp(s) => s.as_raw_fd(),
+            Incoming::Unix(s) => s.as_raw_fd(),
+        };
         let info = Arc::new(ConnInfo {
             addr,
             listen_addr,
             last_cmd: std::sync::atomic::AtomicU32::new(shared.engine.clock().now()),
+            fd: std::sync::atomic::AtomicI32::new(fd),
         });
         shared.conns.lock().insert(id, info.clone());
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();

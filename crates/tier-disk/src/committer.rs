@@ -103,7 +103,7 @@ fn persist(s: &Shared, last: u64) {
 /// The disk failed: stop acknowledging (waiters see `failed`), keep serving from memory.
 fn fail(s: &Shared, e: &str) {
     if !s.failed.swap(true, Ordering::SeqCst) {
-        eprintln!("sqlcached: disk tier failed, writes are no longer persisted: {e}");
+        log::error!("disk tier failed, writes are no longer persisted: {e}");
     }
     s.durable.send_modify(|_| {});
     s.committed.send_modify(|_| {});

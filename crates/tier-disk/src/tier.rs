@@ -187,8 +187,8 @@ impl DiskTier {
             match s.store.verify() {
                 Ok((checked, damaged)) => {
                     if !damaged.is_empty() {
-                        eprintln!(
-                            "sqlcached: data dir {}: {} of {checked} records failed their checksum and were removed",
+                        log::error!(
+                            "data dir {}: {} of {checked} records failed their checksum and were removed",
                             s.opts.dir.display(),
                             damaged.len()
                         );
@@ -203,7 +203,7 @@ impl DiskTier {
                         s.work.notify_one();
                     }
                 }
-                Err(e) => eprintln!("sqlcached: data dir {}: verification stopped: {e}", s.opts.dir.display()),
+                Err(e) => log::error!("data dir {}: verification stopped: {e}", s.opts.dir.display()),
             }
         });
     }
@@ -217,7 +217,7 @@ impl DiskTier {
         }
         let meta = *self.shared.meta.lock();
         if let Err(e) = self.shared.store.close(&self.shared.opts.dir, &meta) {
-            eprintln!("sqlcached: clean shutdown of {} failed: {e}", self.shared.opts.dir.display());
+            log::error!("clean shutdown of {} failed: {e}", self.shared.opts.dir.display());
         }
     }
 
@@ -251,7 +251,7 @@ impl Tier for DiskTier {
                 Ok(Some(raw)) => match Record::decode(&raw) {
                     Ok(r) => Some(Arc::new(r)),
                     Err(damage) => {
-                        eprintln!("sqlcached: damaged record on disk ({damage}); dropped");
+                        log::error!("damaged record on disk ({damage}); dropped");
                         s.counters.damaged.fetch_add(1, Ordering::Relaxed);
                         self.enqueue(|_| Op::Delete(key.to_vec()));
                         None
@@ -260,7 +260,7 @@ impl Tier for DiskTier {
                 Ok(None) => None,
                 Err(e) => {
                     s.counters.read_errors.fetch_add(1, Ordering::Relaxed);
-                    eprintln!("sqlcached: disk read failed: {e}");
+                    log::error!("disk read failed: {e}");
                     None
                 }
             },

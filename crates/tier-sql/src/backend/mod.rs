@@ -313,7 +313,7 @@ impl Stats {
             BackendError::Unavailable(s) | BackendError::Sql(s) | BackendError::Invalid(s) => s,
             BackendError::Lost { cause, .. } => cause,
         };
-        eprintln!("sqlcached: SQL backend: {ops} acknowledged write(s) of an uncommitted batch were lost: {cause}");
+        log::error!("SQL backend: {ops} acknowledged write(s) of an uncommitted batch were lost: {cause}");
         BackendError::Lost { ops, cause }
     }
 }
