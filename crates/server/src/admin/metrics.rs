@@ -58,6 +58,12 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// One metric named `self.name` (already built from the stat's `name`).
+    fn metric(&mut self, name: &str, m: impl EncodeMetric) -> Result<(), std::fmt::Error> {
+        let help = format!("memcached stats: {name}");
+        m.encode(self.encoder.encode_descriptor(&self.name, &help, unit_of(name), m.metric_type())?)
+    }
+
     fn encode(&mut self, name: &str, kind: Kind, value: &dyn Display) -> Result<(), std::fmt::Error> {
         let text = value.to_string();
         self.name.clear();
@@ -74,32 +80,16 @@ impl Sink<'_> {
                 g.encode(e.encode_family(&labels)?)
             }
             Kind::Info => Ok(()),
-            Kind::Counter => {
-                let help = format!("memcached stats: {name}");
-                let unit = unit_of(name);
-                if let Ok(n) = text.parse::<u64>() {
-                    let c = ConstCounter::new(n);
-                    c.encode(self.encoder.encode_descriptor(&self.name, &help, unit, c.metric_type())?)
-                } else if let Ok(f) = text.parse::<f64>() {
-                    let c = ConstCounter::new(f);
-                    c.encode(self.encoder.encode_descriptor(&self.name, &help, unit, c.metric_type())?)
-                } else {
-                    Ok(())
-                }
-            }
-            Kind::Gauge => {
-                let help = format!("memcached stats: {name}");
-                let unit = unit_of(name);
-                if let Ok(n) = text.parse::<i64>() {
-                    let g = ConstGauge::new(n);
-                    g.encode(self.encoder.encode_descriptor(&self.name, &help, unit, g.metric_type())?)
-                } else if let Ok(f) = text.parse::<f64>() {
-                    let g = ConstGauge::new(f);
-                    g.encode(self.encoder.encode_descriptor(&self.name, &help, unit, g.metric_type())?)
-                } else {
-                    Ok(())
-                }
-            }
+            Kind::Counter => match (text.parse::<u64>(), text.parse::<f64>()) {
+                (Ok(n), _) => self.metric(name, ConstCounter::new(n)),
+                (_, Ok(f)) => self.metric(name, ConstCounter::new(f)),
+                _ => Ok(()),
+            },
+            Kind::Gauge => match (text.parse::<i64>(), text.parse::<f64>()) {
+                (Ok(n), _) => self.metric(name, ConstGauge::new(n)),
+                (_, Ok(f)) => self.metric(name, ConstGauge::new(f)),
+                _ => Ok(()),
+            },
         }
     }
 }
