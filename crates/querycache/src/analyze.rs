@@ -67,6 +67,10 @@ pub(crate) enum Kind {
     Use(Arc<str>),
     /// Session state the cache cannot follow: caching off for the connection.
     Untrackable(&'static str),
+    /// Effects the analysis cannot bound (dynamic SQL, `CALL`, a stored function): may
+    /// write any table and create temporary tables, so everything is invalidated before
+    /// the OK and caching is off for the connection.
+    Unbounded(&'static str),
     /// Anything else, forwarded without effect on the cache (SHOW, DO, ...).
     Other,
 }
@@ -75,6 +79,9 @@ pub(crate) enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Analysis {
     pub kind: Kind,
+    /// Calls of functions that are not builtins (`name(` or `db.name(`): if one is a
+    /// stored function it may write anything (checked against the schema registry).
+    pub calls: Vec<RelName>,
 }
 
 fn up(digest: &[u8], t: &Token) -> Vec<u8> {
@@ -104,24 +111,58 @@ fn numbered(digest: &[u8]) -> Option<String> {
     Some(out)
 }
 
+/// Words after which `name (` is a table, index, column list or type, not a call.
+#[rustfmt::skip]
+const NOT_CALL_AFTER: [&[u8]; 12] =
+    [b"INTO", b"TABLE", b"JOIN", b"FROM", b"UPDATE", b"REFERENCES", b"KEY", b"INDEX", b"REPLACE", b"INSERT", b"ON", b"EXISTS"];
+
+/// The non-builtin functions the statement calls (see [`Analysis::calls`]).
+pub(crate) fn calls(digest: &[u8], toks: &[Token]) -> Vec<RelName> {
+    let text = |t: &Token| &digest[t.start..t.end];
+    let mut out = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        let paren = toks.get(i + 1).is_some_and(|n| text(n) == b"(");
+        if !paren || !matches!(t.kind, Tok::Word | Tok::Quoted) {
+            continue;
+        }
+        if t.kind == Tok::Word && funcs::call_reason(text(t)) != Some(funcs::UNKNOWN_FUNCTION) {
+            continue;
+        }
+        let qualified = i >= 2 && text(&toks[i - 1]) == b"." && matches!(toks[i - 2].kind, Tok::Word | Tok::Quoted);
+        let before = if qualified { i.checked_sub(3) } else { i.checked_sub(1) };
+        if before.is_some_and(|b| NOT_CALL_AFTER.iter().any(|w| text(&toks[b]).eq_ignore_ascii_case(w))) {
+            continue;
+        }
+        let db = qualified.then(|| ident(digest, &toks[i - 2]).to_ascii_lowercase().into());
+        out.push(RelName { db, table: ident(digest, t).to_ascii_lowercase().into() });
+    }
+    out
+}
+
 /// Analyse a digest (one or more statements).
 pub(crate) fn analyze(digest: &[u8]) -> Analysis {
     let mut lx = Lexer::new(digest);
     let toks: Vec<Token> = lx.by_ref().collect();
-    if lx.malformed {
-        return Analysis { kind: malformed(digest, &toks) };
+    let kind = analyze_tokens(digest, &toks, lx.malformed);
+    Analysis { kind, calls: calls(digest, &toks) }
+}
+
+fn analyze_tokens(digest: &[u8], toks: &[Token], malformed_text: bool) -> Kind {
+    if malformed_text {
+        return malformed(digest, toks);
     }
     let mut stmts: Vec<&[Token]> =
         toks.split(|t| t.kind == Tok::Punct && &digest[t.start..t.end] == b";").filter(|s| !s.is_empty()).collect();
     if stmts.len() <= 1 {
         let one = stmts.pop().unwrap_or(&[]);
-        return Analysis { kind: analyze_one(digest, one, true) };
+        return analyze_one(digest, one, true);
     }
     // Several statements in one COM_QUERY: never cached; writes invalidate, and session
     // changes make the session untrackable (their OK packets are not followed one by one).
     let mut targets = Vec::new();
     let mut all = false;
     let mut ddl = false;
+    let mut session = None;
     for s in stmts {
         match analyze_one(digest, s, false) {
             Kind::Write(w) => {
@@ -131,17 +172,19 @@ pub(crate) fn analyze(digest: &[u8]) -> Analysis {
                     _ => all = true,
                 }
             }
-            Kind::Set(_) | Kind::Use(_) | Kind::Untrackable(_) => {
-                return Analysis { kind: Kind::Untrackable("session change in a multi-statement") }
-            }
+            Kind::Unbounded(r) => return Kind::Unbounded(r),
+            Kind::Set(_) | Kind::Use(_) | Kind::Untrackable(_) => session = Some("session change in a multi-statement"),
             _ => {}
         }
     }
     let targets = if all { Targets::All } else { Targets::Tables(targets) };
-    if targets == Targets::Tables(Vec::new()) {
-        return Analysis { kind: Kind::NotCacheable("multi-statement") };
+    match session {
+        // The writes must still be invalidated before the OK.
+        Some(r) if targets != Targets::Tables(Vec::new()) => Kind::Unbounded(r),
+        Some(r) => Kind::Untrackable(r),
+        None if targets == Targets::Tables(Vec::new()) => Kind::NotCacheable("multi-statement"),
+        None => Kind::Write(WriteInfo { targets, keys: None, ddl }),
     }
-    Analysis { kind: Kind::Write(WriteInfo { targets, keys: None, ddl }) }
 }
 
 /// Unterminated quote or comment: the server will most likely refuse it, but a write
@@ -171,11 +214,33 @@ pub(crate) fn analyze_one(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
             Some(t) if toks.len() == first + 2 => Kind::Use(ident(digest, t).into()),
             _ => Kind::Other,
         },
+        // Dynamic SQL (EXECUTE, EXECUTE IMMEDIATE) and procedures run statements the
+        // analysis does not see.
+        b"CALL" => Kind::Unbounded("CALL"),
+        b"EXECUTE" => Kind::Unbounded("dynamic SQL (EXECUTE)"),
+        // MariaDB's ANALYZE runs the statement: analyse it as that statement.
+        b"ANALYZE" => analyze_statement(digest, &toks[first + 1..], whole),
         b"SHOW" | b"DESCRIBE" | b"DESC" | b"EXPLAIN" | b"HELP" | b"DO" | b"HANDLER" | b"PREPARE" | b"DEALLOCATE"
-        | b"LOCK" | b"UNLOCK" | b"KILL" | b"ANALYZE" | b"CHECK" | b"CHECKSUM" | b"SIGNAL" | b"RESIGNAL" | b"GET" => {
-            Kind::Other
-        }
+        | b"LOCK" | b"UNLOCK" | b"KILL" | b"CHECK" | b"CHECKSUM" | b"SIGNAL" | b"RESIGNAL" | b"GET" => Kind::Other,
         _ => write_all(),
+    }
+}
+
+/// `ANALYZE [FORMAT = JSON] stmt`: what the statement it runs does (ANALYZE TABLE only
+/// reads).
+fn analyze_statement(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
+    let mut i = 0;
+    if is_word(digest, toks.first(), "FORMAT") {
+        i = 3; // FORMAT = JSON
+    }
+    let rest = &toks[i.min(toks.len())..];
+    let Some(first) = rest.first() else { return Kind::Other };
+    match up(digest, first).as_slice() {
+        b"TABLE" | b"TABLES" | b"NO_WRITE_TO_BINLOG" | b"LOCAL" => Kind::Other,
+        _ => match analyze_one(digest, rest, whole) {
+            Kind::Read(_) => Kind::NotCacheable("ANALYZE"),
+            k => k,
+        },
     }
 }
 

@@ -65,10 +65,28 @@ pub(crate) fn parse(sql: &str) -> Option<Statement> {
     v.pop()
 }
 
+/// The CTE names one query block defines, and how many of them are in scope now.
+struct Frame {
+    names: Vec<String>,
+    /// The CTE definitions (by address): while the visitor is inside definition i, only
+    /// names `..i` are in scope (all of them with RECURSIVE); in the body, all are.
+    defs: Vec<*const Query>,
+    recursive: bool,
+    visible: usize,
+}
+
 struct Rels {
     out: Vec<RelName>,
-    ctes: Vec<String>,
+    /// Enclosing query blocks, innermost last.
+    frames: Vec<Frame>,
     bad: bool,
+}
+
+impl Rels {
+    /// Whether an unqualified name is a CTE in scope here.
+    fn is_cte(&self, name: &str) -> bool {
+        self.frames.iter().any(|f| f.names[..f.visible].iter().any(|c| c == name))
+    }
 }
 
 fn rel_name(n: &ObjectName) -> Option<RelName> {
@@ -90,8 +108,33 @@ impl Visitor for Rels {
     type Break = ();
 
     fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
-        if let Some(w) = &q.with {
-            self.ctes.extend(w.cte_tables.iter().map(|c| c.alias.name.value.clone()));
+        let me = q as *const Query;
+        if let Some(f) = self.frames.last_mut() {
+            if let Some(i) = f.defs.iter().position(|d| *d == me) {
+                f.visible = if f.recursive { f.names.len() } else { i };
+            }
+        }
+        let (names, defs, recursive) = match &q.with {
+            Some(w) => (
+                w.cte_tables.iter().map(|c| c.alias.name.value.clone()).collect(),
+                w.cte_tables.iter().map(|c| &*c.query as *const Query).collect(),
+                w.recursive,
+            ),
+            None => (Vec::new(), Vec::new(), false),
+        };
+        let visible = if recursive { names.len() } else { 0 };
+        self.frames.push(Frame { names, defs, recursive, visible });
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        self.frames.pop();
+        let me = q as *const Query;
+        if let Some(f) = self.frames.last_mut() {
+            if let Some(i) = f.defs.iter().position(|d| *d == me) {
+                // After the last definition, the body sees every name.
+                f.visible = if f.recursive { f.names.len() } else { i + 1 };
+            }
         }
         ControlFlow::Continue(())
     }
@@ -106,7 +149,7 @@ impl Visitor for Rels {
 
     fn pre_visit_relation(&mut self, n: &ObjectName) -> ControlFlow<()> {
         match rel_name(n) {
-            Some(r) if r.db.is_none() && self.ctes.iter().any(|c| **c == *r.table) => {}
+            Some(r) if r.db.is_none() && self.is_cte(&r.table) => {}
             Some(r) => self.out.push(r),
             None => self.bad = true,
         }
@@ -117,7 +160,7 @@ impl Visitor for Rels {
 /// Every table the statement names (CTE names excluded); None if something is not a
 /// plain table (table functions, odd names).
 pub(crate) fn relations(stmt: &Statement) -> Option<Vec<RelName>> {
-    let mut v = Rels { out: Vec::new(), ctes: Vec::new(), bad: false };
+    let mut v = Rels { out: Vec::new(), frames: Vec::new(), bad: false };
     let _ = stmt.visit(&mut v);
     if v.bad {
         return None;

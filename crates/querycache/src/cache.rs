@@ -9,9 +9,11 @@ use engine::{Engine, EngineConfig, Item};
 use parking_lot::Mutex;
 
 use crate::config::Config;
+use crate::effects::Follow;
 use crate::flight::{Flight, Waiter};
 use crate::hash::hash128;
 use crate::index::{Hk, Index, Locked};
+use crate::lexer::Dialect;
 use crate::memo::Memo;
 use crate::schema::SchemaRegistry;
 use crate::stats::{bump, get, Counters, Stats};
@@ -36,6 +38,8 @@ pub struct QueryCache {
     /// Bumped by every drop-everything; fills started before are refused.
     epoch: AtomicU64,
     flights: Box<[FlightShard]>,
+    /// The backend's lexical rules and global sql_mode flags (see [`QueryCache::dialect`]).
+    dialect: parking_lot::RwLock<Dialect>,
 }
 
 /// What `begin_fill` decided.
@@ -92,6 +96,7 @@ impl QueryCache {
             online: AtomicBool::new(true),
             epoch: AtomicU64::new(0),
             flights: (0..FLIGHT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            dialect: parking_lot::RwLock::new(Dialect::default()),
             cfg,
         }
     }
@@ -109,6 +114,28 @@ impl QueryCache {
     /// Whether lookups and fills are enabled.
     pub fn is_online(&self) -> bool {
         self.online.load(Ordering::Acquire)
+    }
+
+    /// The backend's rules for executable comments, with its global `sql_mode`'s lexical
+    /// flags (what a new session starts with).
+    pub(crate) fn dialect(&self) -> Dialect {
+        *self.dialect.read()
+    }
+
+    /// The version string of the backend's greeting (each login reports it: a backend
+    /// upgraded behind the proxy is followed).
+    pub fn set_backend_version(&self, version: &str) {
+        let v = Dialect::from_server_version(version);
+        let mut d = self.dialect.write();
+        if (d.version, d.mariadb) != (v.version, v.mariadb) {
+            *d = Dialect { version: v.version, mariadb: v.mariadb, ..*d };
+        }
+    }
+
+    /// The backend's `@@GLOBAL.sql_mode` (new sessions start with it).
+    pub fn set_global_sql_mode(&self, mode: &str) {
+        let mut d = self.dialect.write();
+        *d = d.with_sql_mode(mode.as_bytes());
     }
 
     /// Enable or disable lookups and fills; every call drops everything (the server
@@ -246,6 +273,35 @@ impl QueryCache {
     /// TRUNCATE, undecodable events, reconnects) also makes the schema registry forget
     /// the tables concerned, so primary keys are read again.
     pub fn invalidate(&self, inv: &Invalidation, source: Source) {
+        self.invalidate_one(inv, source);
+        // What triggers and cascading foreign keys changed along with a proxied write (the
+        // binlog shows trigger rows itself, and the follower adds the cascades it omits).
+        if source != Source::Proxy {
+            return;
+        }
+        let Some(fx) = self.schema.effects() else { return };
+        let mut follow: Vec<&Follow> = Vec::new();
+        match inv {
+            Invalidation::Keys { db, table, .. } | Invalidation::Table { db, table } => {
+                follow.extend(fx.follows(&TableName::new(db, table)))
+            }
+            Invalidation::Database { db } => follow.extend(fx.follows_in(db)),
+            Invalidation::All => {}
+        }
+        for f in follow {
+            match f {
+                Follow::All => return self.invalidate_one(&Invalidation::All, Source::Proxy),
+                Follow::Tables(ts) => {
+                    for t in ts {
+                        let inv = Invalidation::Table { db: t.db.to_string(), table: t.table.to_string() };
+                        self.invalidate_one(&inv, Source::Proxy);
+                    }
+                }
+            }
+        }
+    }
+
+    fn invalidate_one(&self, inv: &Invalidation, source: Source) {
         let c = &self.counters;
         if source == Source::Binlog && !matches!(inv, Invalidation::Keys { .. }) {
             self.forget_schema(std::slice::from_ref(inv));
@@ -313,10 +369,20 @@ impl QueryCache {
 }
 
 /// Build a key: session prefix, protocol, statement, parameters, then the reply format.
-pub(crate) fn make_key(prefix: &[u8], binary: bool, text: &[u8], params: &[u8], deprecate_eof: bool) -> Key {
-    let mut b = Vec::with_capacity(prefix.len() + text.len() + params.len() + 16);
+pub(crate) fn make_key(
+    prefix: &[u8],
+    binary: bool,
+    db: Option<&[u8]>,
+    text: &[u8],
+    params: &[u8],
+    deprecate_eof: bool,
+) -> Key {
+    let db = db.unwrap_or(&[]);
+    let mut b = Vec::with_capacity(prefix.len() + db.len() + text.len() + params.len() + 20);
     b.extend_from_slice(prefix);
     b.push(binary as u8);
+    b.extend_from_slice(&(db.len() as u32).to_le_bytes());
+    b.extend_from_slice(db);
     b.extend_from_slice(&(text.len() as u32).to_le_bytes());
     b.extend_from_slice(text);
     b.extend_from_slice(&(params.len() as u32).to_le_bytes());

@@ -81,6 +81,9 @@ fn contains(list: &[&str], word: &[u8]) -> bool {
     word.len() <= 32 && list.iter().any(|w| w.as_bytes().eq_ignore_ascii_case(word))
 }
 
+/// The reason [`call_reason`] gives for a name that is not a builtin.
+pub(crate) const UNKNOWN_FUNCTION: &str = "unknown function (stored function or UDF)";
+
 /// Why calling `name(` makes a read uncacheable, if it does.
 pub(crate) fn call_reason(name: &[u8]) -> Option<&'static str> {
     if contains(NON_DETERMINISTIC, name) {
@@ -88,7 +91,7 @@ pub(crate) fn call_reason(name: &[u8]) -> Option<&'static str> {
     } else if contains(DETERMINISTIC, name) || contains(PAREN_KEYWORDS, name) {
         None
     } else {
-        Some("unknown function (stored function or UDF)")
+        Some(UNKNOWN_FUNCTION)
     }
 }
 

@@ -1,14 +1,69 @@
 //! A fast single-pass lexer for MySQL statement text.
 //!
-//! It knows comments (`--`, `#`, `/* */`; executable `/*! */` and `/*M! */` comments are
-//! lexed as code, as the server runs them), strings, quoted identifiers, numbers, user and
-//! system variables and `?` placeholders. [`digest`] replaces every literal and
-//! placeholder by `?` and records each one as a [`Slot`]: statements differing only in
-//! literals share one digest, whose analysis is memoized.
+//! It knows comments (`--`, `#`, `/* */`), executable comments (`/*! */`, `/*!NNNNN */`,
+//! `/*M!NNNNN */`: code or comment by the backend's own rules, see [`Dialect`]), strings,
+//! quoted identifiers, numbers, user and system variables and `?` placeholders.
+//! [`digest`] replaces every literal and placeholder by `?` and records each one as a
+//! [`Slot`]: statements differing only in literals share one digest, whose analysis is
+//! memoized.
 //!
-//! Assumes the server's default lexical rules: no `ANSI_QUOTES` (`"x"` is a string) and
-//! backslash escapes in strings (no `NO_BACKSLASH_ESCAPES`); sessions that set either are
-//! not cached (see `session.rs`).
+//! The session's `sql_mode` changes the lexical rules: `NO_BACKSLASH_ESCAPES` (a
+//! backslash is an ordinary character in strings) and `ANSI_QUOTES` (`"x"` is an
+//! identifier); the digest writes every quoted identifier with backticks, so it always
+//! re-lexes under the default rules.
+
+/// The backend's lexical rules for executable comments and the session's `sql_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    /// The backend's version as MMmmpp (10.11.6 is 101106); 0: unknown (every versioned
+    /// comment is treated as code).
+    pub version: u32,
+    /// The backend is MariaDB (`/*M!` is code; MySQL 5.7+ versions 50700..=99999 are not).
+    pub mariadb: bool,
+    /// `sql_mode` has NO_BACKSLASH_ESCAPES.
+    pub no_backslash_escapes: bool,
+    /// `sql_mode` has ANSI_QUOTES (or a combination mode that implies it).
+    pub ansi_quotes: bool,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        Dialect { version: 0, mariadb: true, no_backslash_escapes: false, ansi_quotes: false }
+    }
+}
+
+impl Dialect {
+    /// The backend's rules from its greeting's version string (`5.5.5-10.11.6-MariaDB-log`,
+    /// `8.0.36`).
+    pub fn from_server_version(v: &str) -> Dialect {
+        let mariadb = v.contains("MariaDB");
+        let v = v.strip_prefix("5.5.5-").filter(|_| mariadb).unwrap_or(v);
+        let mut parts = v.split(|c: char| !c.is_ascii_digit()).take(3).map(|p| p.parse::<u32>().unwrap_or(0));
+        let (a, b, c) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        Dialect { version: a * 10000 + b.min(99) * 100 + c.min(99), mariadb, ..Dialect::default() }
+    }
+
+    /// These rules with a session `sql_mode` value's lexical flags.
+    pub fn with_sql_mode(self, mode: &[u8]) -> Dialect {
+        let up: Vec<u8> = mode.iter().filter(|c| !matches!(c, b'\'' | b'"')).map(u8::to_ascii_uppercase).collect();
+        let has = |w: &str| up.split(|c| *c == b',' || *c == b' ').any(|x| x == w.as_bytes());
+        let ansi = ["ANSI", "ANSI_QUOTES", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"].iter().any(|w| has(w));
+        Dialect { no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"), ansi_quotes: ansi, ..self }
+    }
+
+    /// Whether the backend runs the content of a comment `/*!NNNNN` (`maria`: `/*M!`).
+    fn runs(&self, version: u32, maria: bool) -> bool {
+        if self.version == 0 {
+            return true;
+        }
+        if maria && !self.mariadb {
+            return false;
+        }
+        // MariaDB ignores MySQL 5.7+ versioned comments (sql_lex.cc), unless written /*M!.
+        let mysql57 = self.mariadb && !maria && (50700..=99999).contains(&version);
+        version <= self.version && !mysql57
+    }
+}
 
 /// Token classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,14 +131,67 @@ pub(crate) struct Lexer<'a> {
     src: &'a [u8],
     pos: usize,
     in_exec_comment: bool,
+    dialect: Dialect,
     /// Set when something was not terminated.
     pub malformed: bool,
 }
 
 impl<'a> Lexer<'a> {
-    /// A lexer at the start of `src`.
+    /// A lexer at the start of `src`, default rules (digests re-lex under these).
     pub fn new(src: &'a [u8]) -> Lexer<'a> {
-        Lexer { src, pos: 0, in_exec_comment: false, malformed: false }
+        Lexer::with(src, Dialect::default())
+    }
+
+    /// A lexer at the start of `src` under `dialect`.
+    pub fn with(src: &'a [u8], dialect: Dialect) -> Lexer<'a> {
+        Lexer { src, pos: 0, in_exec_comment: false, dialect, malformed: false }
+    }
+
+    /// At `/*!` or `/*M!` (not inside another executable comment): enter it if the
+    /// backend runs its content, else skip it as a comment (one nested `/* */` allowed, as
+    /// MariaDB's lexer does). Returns false if it is not an executable comment.
+    fn exec_comment(&mut self) -> bool {
+        let s = self.src;
+        let maria = s.get(self.pos + 2) == Some(&b'M') && s.get(self.pos + 3) == Some(&b'!');
+        if !(maria || s.get(self.pos + 2) == Some(&b'!')) || self.in_exec_comment {
+            return false;
+        }
+        let start = self.pos + if maria { 4 } else { 3 };
+        let digits = s[start.min(s.len())..].iter().take(6).take_while(|c| c.is_ascii_digit()).count();
+        let (len, version) = match digits {
+            5 | 6 => {
+                let v = std::str::from_utf8(&s[start..start + digits]).ok().and_then(|t| t.parse::<u32>().ok());
+                (digits, v.unwrap_or(0))
+            }
+            // Not a versioned comment: always code (digits that follow are code too).
+            _ => (0, 0),
+        };
+        if len == 0 || self.dialect.runs(version, maria) {
+            self.pos = start + len;
+            self.in_exec_comment = true;
+            return true;
+        }
+        // A comment: skip to its end, allowing one nested /* */.
+        let mut i = start + len;
+        let mut depth = 0;
+        while i + 1 < s.len() {
+            if s[i] == b'/' && s[i + 1] == b'*' && depth == 0 {
+                depth = 1;
+                i += 2;
+            } else if s[i] == b'*' && s[i + 1] == b'/' {
+                i += 2;
+                if depth == 0 {
+                    self.pos = i;
+                    return true;
+                }
+                depth = 0;
+            } else {
+                i += 1;
+            }
+        }
+        self.malformed = true;
+        self.pos = s.len();
+        true
     }
 
     /// Skip whitespace and comments.
@@ -101,14 +209,7 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                 }
             } else if b == b'/' && next == Some(b'*') {
-                let exec = s.get(self.pos + 2) == Some(&b'!')
-                    || (s.get(self.pos + 2) == Some(&b'M') && s.get(self.pos + 3) == Some(&b'!'));
-                if exec && !self.in_exec_comment {
-                    self.pos += if s[self.pos + 2] == b'M' { 4 } else { 3 };
-                    while self.pos < s.len() && s[self.pos].is_ascii_digit() {
-                        self.pos += 1;
-                    }
-                    self.in_exec_comment = true;
+                if self.exec_comment() {
                     continue;
                 }
                 match find(&s[self.pos + 2..], b"*/") {
@@ -133,7 +234,7 @@ impl<'a> Lexer<'a> {
         let mut i = self.pos + 1;
         while i < s.len() {
             let b = s[i];
-            if b == b'\\' && q != b'`' {
+            if b == b'\\' && q != b'`' && !self.dialect.no_backslash_escapes {
                 i += 2;
             } else if b == q {
                 if s.get(i + 1) == Some(&q) {
@@ -226,6 +327,10 @@ impl Iterator for Lexer<'_> {
         let b = *s.get(start)?;
         let next = s.get(start + 1).copied();
         let kind = match b {
+            b'"' if self.dialect.ansi_quotes => {
+                self.skip_quoted(b);
+                Tok::Quoted
+            }
             b'\'' | b'"' => {
                 self.skip_quoted(b);
                 Tok::Str
@@ -285,11 +390,11 @@ pub(crate) fn parse_int(t: &[u8]) -> Option<i64> {
     std::str::from_utf8(t).ok()?.parse().ok()
 }
 
-/// Lex `src` into its digest (literals and placeholders as `?`, tokens separated by one
-/// space, comments dropped) and its slots.
-pub(crate) fn digest(src: &[u8]) -> Lexed {
+/// Lex `src` under `dialect` into its digest (literals and placeholders as `?`, tokens
+/// separated by one space, comments dropped, quoted identifiers in backticks) and its slots.
+pub(crate) fn digest(src: &[u8], dialect: Dialect) -> Lexed {
     let mut out = Lexed { digest: Vec::with_capacity(src.len()), slots: Vec::new(), malformed: false };
-    let mut lx = Lexer::new(src);
+    let mut lx = Lexer::with(src, dialect);
     let mut params = 0u16;
     for t in lx.by_ref() {
         if !out.digest.is_empty() {
@@ -310,9 +415,112 @@ pub(crate) fn digest(src: &[u8]) -> Lexed {
                 out.digest.push(b'?');
                 out.slots.push(Slot { value: v, start: t.start as u32, end: t.end as u32 });
             }
+            None if t.kind == Tok::Quoted && text.first() == Some(&b'"') && text.len() >= 2 => {
+                // An ANSI_QUOTES identifier: backticks, so the digest lexes the same by default.
+                let name = String::from_utf8_lossy(&text[1..text.len() - 1]).replace("\"\"", "\"");
+                out.digest.push(b'`');
+                out.digest.extend_from_slice(name.replace('`', "``").as_bytes());
+                out.digest.push(b'`');
+            }
             None => out.digest.extend_from_slice(text),
         }
     }
     out.malformed = lx.malformed;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces that stress the lexer: quotes, escapes, every comment kind, versions.
+    const PIECES: &[&str] = &[
+        "SELECT",
+        " ",
+        "a",
+        "`b``c`",
+        "\"d\"",
+        "'e\\'",
+        "'f''g'",
+        "\\",
+        "'",
+        "\"",
+        "`",
+        "/*",
+        "*/",
+        "/*!",
+        "/*M!",
+        "/*!50700",
+        "/*!100000",
+        "/*!999999",
+        "/*M!999999",
+        "12345",
+        "--",
+        "-- ",
+        "#",
+        "\n",
+        ";",
+        "?",
+        "@x",
+        "@@y",
+        "0x1f",
+        "1.5e3",
+        "(",
+        ")",
+        ",",
+        "=",
+        "WHERE",
+        "id",
+        "FROM",
+        "t",
+        "UPDATE",
+        "SET",
+        "x'41'",
+        "N'n'",
+    ];
+
+    fn soup(seed: &mut u64) -> String {
+        let mut s = String::new();
+        for _ in 0..(*seed % 24) {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            s.push_str(PIECES[(*seed % PIECES.len() as u64) as usize]);
+        }
+        s
+    }
+
+    /// Property: for any text and any dialect, lexing and analysis never panic, and a
+    /// digest lexes to itself under the default rules (the memo's analysis relies on it).
+    #[test]
+    fn digests_relex_to_themselves_under_default_rules() {
+        let dialects = [
+            Dialect::default(),
+            Dialect::from_server_version("5.5.5-10.11.6-MariaDB"),
+            Dialect::from_server_version("8.0.36"),
+            Dialect::from_server_version("10.6.1-MariaDB").with_sql_mode(b"NO_BACKSLASH_ESCAPES,ANSI_QUOTES"),
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            let text = soup(&mut seed);
+            for d in dialects {
+                let lx = digest(text.as_bytes(), d);
+                let again = digest(&lx.digest, Dialect::default());
+                if !lx.malformed {
+                    assert_eq!(again.digest, lx.digest, "{text:?} under {d:?}");
+                }
+                let _ = crate::analyze::analyze(&lx.digest);
+            }
+        }
+    }
+
+    #[test]
+    fn versions() {
+        let m = Dialect::from_server_version("5.5.5-10.11.6-MariaDB-0+deb12u1");
+        assert_eq!((m.version, m.mariadb), (101106, true));
+        let my = Dialect::from_server_version("8.0.36");
+        assert_eq!((my.version, my.mariadb), (80036, false));
+        assert!(m.runs(100000, false) && !m.runs(999999, false) && !m.runs(50700, false) && m.runs(50700, true));
+        assert!(m.runs(50699, false) && my.runs(50700, false) && !my.runs(50700, true));
+    }
 }

@@ -38,12 +38,14 @@
 //! - [`session`]: per-connection state; `plan`: statement → [`Plan`];
 //! - `cache`: entries in an `engine::Engine`, versioned fills, singleflight
 //!   ([`flight`]), invalidation; `index`: the tag index; `reply`: storable replies;
-//! - [`schema`]: the schema registry; [`stats`]: counters.
+//! - [`schema`]: the schema registry; [`effects`]: triggers, cascades and stored functions
+//!   (what a write changes beyond its text); [`stats`]: counters.
 
 mod analyze;
 mod ast;
 mod cache;
 pub mod config;
+pub mod effects;
 pub mod flight;
 mod funcs;
 mod hash;
@@ -61,6 +63,7 @@ mod writes;
 
 pub use cache::{Fill, FillStart, QueryCache};
 pub use config::{Config, Mode};
+pub use effects::{Effects, EffectsBuilder, Follow};
 pub use flight::Waiter;
 pub use plan::Prepared;
 pub use schema::{PkColumn, SchemaRegistry, TableInfo};

@@ -119,24 +119,43 @@ impl QueryCache {
     /// State for a new client connection, after authentication. `capabilities` are the
     /// negotiated flags (MariaDB's extended capabilities in bits 32..63).
     pub fn session(&self, user: &str, db: Option<&str>, charset: u8, capabilities: u64) -> Session {
-        Session::new(user, db, charset, capabilities)
+        let d = self.dialect();
+        Session::new(user, db, charset, capabilities, (d.no_backslash_escapes, d.ansi_quotes))
+    }
+
+    /// How the session's statements lex; `unsure` when its sql_mode is unknown (then
+    /// writes invalidate everything, as for a malformed statement).
+    fn lex(&self, s: &Session, sql: &[u8]) -> (lexer::Lexed, bool) {
+        let mut d = self.dialect();
+        let (nbe, ansi) = s.lex.unwrap_or((false, false));
+        d.no_backslash_escapes = nbe;
+        d.ansi_quotes = ansi;
+        (lexer::digest(sql, d), s.lex.is_none())
     }
 
     /// What to do with a `COM_QUERY`.
     pub fn on_query(&self, s: &mut Session, sql: &[u8]) -> Plan {
-        let lx = lexer::digest(sql);
+        let (lx, unsure) = self.lex(s, sql);
         let a = self.memo.get(&lx.digest);
         let v = Values { text: sql, slots: &lx.slots, params: &[] };
         let db = s.db.clone();
-        self.plan(s, &a, &v, lx.malformed, db.as_ref(), false, &[])
+        self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[])
     }
 
     /// `COM_STMT_PREPARE`: analyse the statement text once; keep the result per
     /// statement id for [`QueryCache::on_execute`].
     pub fn prepare(&self, s: &Session, sql: &[u8]) -> Arc<Prepared> {
-        let lx = lexer::digest(sql);
+        let (lx, unsure) = self.lex(s, sql);
         let analysis = self.memo.get(&lx.digest);
-        Arc::new(Prepared { analysis, slots: lx.slots, text: sql.into(), db: s.db.clone(), malformed: lx.malformed })
+        let malformed = lx.malformed || unsure;
+        Arc::new(Prepared { analysis, slots: lx.slots, text: sql.into(), db: s.db.clone(), malformed })
+    }
+
+    /// A `COM_STMT_EXECUTE` (or another statement command) of a statement id the proxy
+    /// does not know: the backend most likely refuses it, but if it runs, it may write
+    /// anything.
+    pub fn on_unknown_statement(&self, s: &mut Session) -> Plan {
+        self.write_plan(s, vec![Invalidation::All], false)
     }
 
     /// `COM_STMT_EXECUTE`. `raw_params`: the bytes after the 9-byte header (null bitmap,
@@ -181,6 +200,16 @@ impl QueryCache {
         binary: bool,
         raw_params: &[u8],
     ) -> Plan {
+        if !a.calls.is_empty() {
+            // A stored function may write anything and create temporary tables; before
+            // the functions are known, any non-builtin call may be one.
+            let fx = self.schema.effects();
+            if fx.is_none_or(|fx| fx.any_stored(&a.calls)) {
+                s.disabled = Some("stored function call");
+                bump(&self.counters.not_cached);
+                return self.write_plan(s, vec![Invalidation::All], false);
+            }
+        }
         match &a.kind {
             Kind::Read(_) | Kind::NotCacheable(_) if malformed => self.not_cached(),
             _ if malformed => self.write_plan(s, vec![Invalidation::All], false),
@@ -193,7 +222,14 @@ impl QueryCache {
             Kind::Txn | Kind::Other => Plan::Forward { not_cached: false },
             Kind::Untrackable(r) => {
                 s.disabled = Some(r);
+                if v.text.to_ascii_lowercase().windows(8).any(|w| w == b"sql_mode") {
+                    s.lex = None; // set to an expression: how it lexes is no longer known
+                }
                 Plan::Forward { not_cached: false }
+            }
+            Kind::Unbounded(r) => {
+                s.disabled = Some(r);
+                self.write_plan(s, vec![Invalidation::All], false)
             }
             Kind::Use(d) => {
                 s.pending_change = Some(Change::Db(d.clone()));
@@ -220,6 +256,10 @@ impl QueryCache {
                     }
                     if let Some(r) = untrackable_var(&it.name, &val) {
                         s.disabled = Some(r);
+                        if &*it.name == "sql_mode" {
+                            // Not cached any more, but writes must still lex right.
+                            s.pending_change = Some(Change::Vars(vec![(it.name.clone(), val)]));
+                        }
                         return Plan::Forward { not_cached: false };
                     }
                     if &*it.name != "autocommit" {
@@ -254,6 +294,9 @@ impl QueryCache {
         if s.disabled.is_some() || s.in_transaction() || (self.cfg.mode == Mode::Demand && !r.sql_cache) {
             return self.not_cached();
         }
+        if self.schema.effects().is_none() {
+            return self.not_cached(); // triggers and cascades not known yet
+        }
         let mut tags = Vec::with_capacity(r.tables.len());
         let single = r.tables.len() == 1;
         for rel in &r.tables {
@@ -271,10 +314,11 @@ impl QueryCache {
             };
             tags.push(Tag { table: t, scope });
         }
-        if v.text.len() + raw_params.len() + s.prefix.len() > MAX_KEY {
+        if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
             return self.not_cached();
         }
-        let key = make_key(&s.prefix, binary, v.text, raw_params, s.deprecate_eof());
+        // A prepared statement's tables resolve against the database it was prepared in.
+        let key = make_key(&s.prefix, binary, db.map(|d| d.as_bytes()), v.text, raw_params, s.deprecate_eof());
         Plan::Cached { key, tags: Tags(tags) }
     }
 
@@ -325,6 +369,7 @@ impl QueryCache {
             self.invalidate(inv, Source::Proxy);
         }
         if std::mem::take(&mut s.pending_ddl) {
+            self.schema.effects_changed(); // DDL: triggers, keys or functions may have changed
             self.forget_schema(&writes);
         }
         let change = s.pending_change.take();

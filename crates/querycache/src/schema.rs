@@ -2,9 +2,15 @@
 //!
 //! The proxy's metadata task fills it from `information_schema`; until a table is known,
 //! statements on it are not cached, and the table is queued in [`SchemaRegistry::wanted`].
+//! It also holds the side-effect graph ([`Effects`]: triggers, cascades, stored
+//! functions), reloaded by the metadata task after DDL ([`SchemaRegistry::effects_changed`]);
+//! nothing is cached before it is first loaded.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use crate::effects::Effects;
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
@@ -66,6 +72,8 @@ pub struct SchemaRegistry {
     shards: Box<[RwLock<HashMap<TableName, Known>>]>,
     wanted: Mutex<HashSet<TableName>>,
     notify: Notify,
+    effects: RwLock<Option<Arc<Effects>>>,
+    effects_stale: AtomicBool,
 }
 
 impl Default for SchemaRegistry {
@@ -74,6 +82,8 @@ impl Default for SchemaRegistry {
             shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
             wanted: Mutex::new(HashSet::new()),
             notify: Notify::new(),
+            effects: RwLock::new(None),
+            effects_stale: AtomicBool::new(true),
         }
     }
 }
@@ -131,6 +141,34 @@ impl SchemaRegistry {
         let v: Vec<TableName> = w.iter().cloned().collect();
         w.clear();
         v
+    }
+
+    /// The side-effect graph, once loaded.
+    pub fn effects(&self) -> Option<Arc<Effects>> {
+        self.effects.read().clone()
+    }
+
+    /// Install a freshly loaded side-effect graph.
+    pub fn set_effects(&self, e: Effects) {
+        *self.effects.write() = Some(Arc::new(e));
+    }
+
+    /// DDL may have changed triggers, foreign keys or functions: the metadata task
+    /// reloads the graph (the old one stays in use until then).
+    pub fn effects_changed(&self) {
+        self.effects_stale.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+
+    /// Whether the graph needs a reload (clears the flag: the caller reloads it, and calls
+    /// [`SchemaRegistry::effects_changed`] again if that fails).
+    pub fn take_effects_stale(&self) -> bool {
+        self.effects_stale.swap(false, Ordering::AcqRel)
+    }
+
+    /// Whether the graph needs a reload (without clearing the flag).
+    pub fn effects_stale(&self) -> bool {
+        self.effects_stale.load(Ordering::Acquire)
     }
 
     /// Wakes the metadata task when [`SchemaRegistry::wanted`] has something

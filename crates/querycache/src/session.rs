@@ -42,6 +42,10 @@ pub struct Session {
     pub(crate) pending_ddl: bool,
     /// Writes of the open transaction, invalidated again when it ends.
     pub(crate) txn_writes: Vec<Invalidation>,
+    /// The lexical flags of the session's `sql_mode` (NO_BACKSLASH_ESCAPES, ANSI_QUOTES);
+    /// None once it was set to something the proxy cannot read (every write then
+    /// invalidates everything).
+    pub(crate) lex: Option<(bool, bool)>,
 }
 
 fn put(out: &mut Vec<u8>, b: &[u8]) {
@@ -50,7 +54,7 @@ fn put(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 impl Session {
-    pub(crate) fn new(user: &str, db: Option<&str>, charset: u8, caps: u64) -> Session {
+    pub(crate) fn new(user: &str, db: Option<&str>, charset: u8, caps: u64, lex: (bool, bool)) -> Session {
         let mut s = Session {
             user: user.into(),
             db: db.filter(|d| !d.is_empty()).map(Into::into),
@@ -65,6 +69,7 @@ impl Session {
             pending_write: Vec::new(),
             pending_ddl: false,
             txn_writes: Vec::new(),
+            lex: Some(lex),
         };
         s.rebuild_prefix();
         s
@@ -93,6 +98,10 @@ impl Session {
             Change::Db(d) => self.db = Some(d),
             Change::Vars(v) => {
                 for (k, val) in v {
+                    if &*k == "sql_mode" {
+                        let d = crate::lexer::Dialect::default().with_sql_mode(&val);
+                        self.lex = Some((d.no_backslash_escapes, d.ansi_quotes));
+                    }
                     self.vars.insert(k, val);
                 }
             }

@@ -63,7 +63,14 @@ pub(crate) fn analyze_set(digest: &[u8], toks: &[Token]) -> Kind {
     if word(digest, toks.first(), "STATEMENT") {
         // SET STATEMENT var=val, ... FOR statement: the statement runs with those values.
         let Some(f) = toks.iter().position(|t| word(digest, Some(t), "FOR")) else { return Kind::Untrackable("SET") };
+        // Under another sql_mode the statement may lex differently (NO_BACKSLASH_ESCAPES,
+        // ANSI_QUOTES): what it writes is not known.
+        let sets_mode = toks[..f].iter().any(|t| word(digest, Some(t), "sql_mode"));
         return match analyze_one(digest, &toks[f + 1..], true) {
+            Kind::Unbounded(r) => Kind::Unbounded(r),
+            _ if sets_mode => {
+                Kind::Write(crate::analyze::WriteInfo { targets: crate::analyze::Targets::All, keys: None, ddl: false })
+            }
             Kind::Read(_) | Kind::NotCacheable(_) | Kind::Other => Kind::NotCacheable("SET STATEMENT"),
             Kind::Write(w) => Kind::Write(crate::analyze::WriteInfo { keys: None, ..w }),
             _ => Kind::Untrackable("SET STATEMENT"),

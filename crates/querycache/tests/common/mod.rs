@@ -14,6 +14,10 @@ pub fn cache_with(mode: Mode, size: usize) -> QueryCache {
     c.schema().set_table("sbtest", "v1", TableInfo::not_base());
     c.schema().set_table("other", "t1", TableInfo::base(id()));
     c.schema().set_table("mysql", "user", TableInfo::base(vec![]));
+    // No triggers, cascades or stored functions but `shop.touch`.
+    let mut fx = querycache::EffectsBuilder::default();
+    fx.function("shop", "touch");
+    c.schema().set_effects(fx.build());
     c
 }
 

@@ -46,11 +46,16 @@ struct Stmt {
     diagnostic: bool,
 }
 
+/// The statement id MariaDB reads as "the statement prepared last".
+const LAST_PREPARED: u32 = 0xFFFF_FFFF;
+
 /// Per-connection cache state (nothing when the proxy does not cache).
 pub struct CacheConn {
     cache: Option<Arc<SharedCache>>,
     session: Option<Session>,
     stmts: HashMap<u32, Stmt>,
+    /// The id of the last statement prepared, what the id 0xFFFFFFFF stands for.
+    last_prepared: Option<u32>,
     /// The analysis of the statement being prepared (and whether it is a diagnostic),
     /// until the backend answers.
     preparing: Option<(Arc<Prepared>, bool)>,
@@ -67,6 +72,7 @@ pub struct CacheConn {
 }
 
 fn session_for(cache: &SharedCache, login: &Login) -> Session {
+    cache.qc.set_backend_version(&login.server_version);
     let user = String::from_utf8_lossy(&login.user);
     let db = login.db.as_deref().map(String::from_utf8_lossy);
     let caps = u64::from(login.caps) | (u64::from(login.mariadb_caps) << 32);
@@ -84,6 +90,7 @@ impl CacheConn {
             cache,
             session,
             stmts: HashMap::new(),
+            last_prepared: None,
             preparing: None,
             pending_exec: None,
             typed_exec: None,
@@ -100,9 +107,15 @@ impl CacheConn {
         self.stmts.clear();
     }
 
+    /// The statement a command's id names: 0xFFFFFFFF is MariaDB's "the last prepared".
+    fn stmt_id(&self, payload: &[u8]) -> Option<u32> {
+        let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+        Some(if id == LAST_PREPARED { self.last_prepared.unwrap_or(id) } else { id })
+    }
+
     /// A command without reply (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA).
     pub fn no_reply_command(&mut self, payload: &[u8], _login: &Login) {
-        let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let id = self.stmt_id(payload);
         match (payload.first().copied(), id) {
             (Some(COM_STMT_CLOSE), Some(id)) => {
                 self.stmts.remove(&id);
@@ -125,6 +138,7 @@ impl CacheConn {
                 let stmt =
                     Stmt { prepared: p, num_params: n, types, long_data: false, backend_types: false, diagnostic };
                 self.stmts.insert(id, stmt);
+                self.last_prepared = Some(id);
             }
         }
         let (Some(c), Some(s)) = (&self.cache, &mut self.session) else { return };
@@ -189,9 +203,17 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
             COM_QUERY => cache.qc.on_query(session, &payload[1..]),
             COM_STMT_EXECUTE => {
                 let out = ExecOut { pending: &mut cc.pending_exec, typed: &mut cc.typed_exec };
-                match execute_plan(&cache, session, &mut cc.stmts, out, payload, conn.login.caps) {
+                let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                let id = match id {
+                    Some(LAST_PREPARED) => cc.last_prepared.or(id),
+                    id => id,
+                };
+                match id.and_then(|id| execute_plan(&cache, session, &mut cc.stmts, out, payload, id, conn.login.caps))
+                {
                     Some(plan) => plan,
-                    None => return Ok(Handled::No),
+                    // Not a statement prepared here, or a packet the proxy cannot read:
+                    // if the backend runs it anyway, it may write anything.
+                    None => cache.qc.on_unknown_statement(session),
                 }
             }
             COM_STMT_PREPARE => {
@@ -277,10 +299,11 @@ fn execute_plan(
     stmts: &mut HashMap<u32, Stmt>,
     out: ExecOut<'_>,
     payload: &[u8],
+    id: u32,
     caps: u32,
 ) -> Option<Plan> {
     let Ok(Command::StmtExecute(exec)) = Command::parse(payload, caps) else { return None };
-    let stmt = stmts.get_mut(&exec.stmt_id)?;
+    let stmt = stmts.get_mut(&id)?;
     let decoded = exec.params(usize::from(stmt.num_params), caps, &stmt.types).ok()?;
     if decoded.new_params_bound {
         stmt.types = decoded.types();
@@ -298,13 +321,14 @@ fn execute_plan(
     let raw = raw_params(exec.params, decoded.new_params_bound, &stmt.types);
     let typed = {
         let mut p = payload[..10].to_vec();
+        p[1..5].copy_from_slice(&id.to_le_bytes()); // replayable after another prepare
         p.extend_from_slice(&raw);
         let mut packet = Vec::with_capacity(p.len() + 4);
         protocol_mysql::write_packet(&mut packet, 0, &p);
         packet
     };
     let rewrite = (!stmt.backend_types && !decoded.new_params_bound && stmt.num_params > 0).then(|| typed.clone());
-    *out.pending = Some((exec.stmt_id, rewrite));
+    *out.pending = Some((id, rewrite));
     *out.typed = Some(typed);
     let allow_cache = !stmt.long_data && exec.flags & 0x07 == 0;
     stmt.long_data = false;
@@ -343,7 +367,7 @@ fn asks_about_last(conn: &Conn, len: usize, code: u8) -> bool {
     match code {
         COM_QUERY => is_diagnostic(&msg.payload[1..]),
         COM_STMT_EXECUTE => {
-            let id = msg.payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let id = conn.cache.stmt_id(&msg.payload);
             id.and_then(|id| conn.cache.stmts.get(&id)).is_some_and(|s| s.diagnostic)
         }
         _ => false,

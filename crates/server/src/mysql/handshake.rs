@@ -52,6 +52,8 @@ pub struct Login {
     pub mariadb_caps: u32,
     /// Status flags of the login's OK packet.
     pub status: u16,
+    /// The backend's version string from its greeting (executable comments depend on it).
+    pub server_version: String,
 }
 
 /// How a connection attempt ended.
@@ -81,6 +83,7 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
     }
     let server_caps;
     let server_ext;
+    let server_version;
     {
         let payload = &mut greeting[payload_at..];
         rewrite_handshake_capabilities(payload, CLEARED, 0).map_err(invalid)?;
@@ -88,6 +91,7 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
         let hs = HandshakeV10::parse(payload).map_err(invalid)?;
         server_caps = hs.capabilities;
         server_ext = hs.mariadb_capabilities();
+        server_version = String::from_utf8_lossy(hs.server_version).into_owned();
     }
     client.write(&greeting).await?;
 
@@ -118,6 +122,7 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
                 _ => 0,
             },
             status: 0,
+            server_version,
         }
     };
     server.write(&response).await?;

@@ -1,6 +1,8 @@
 //! The metadata task: fills the query cache's schema registry (base table or view, primary
 //! key columns and whether they are integers) from the backend's `information_schema`,
-//! for the tables statements asked about, with the `--mysql-user` account.
+//! for the tables statements asked about, with the `--mysql-user` account; and loads the
+//! side-effect graph (triggers, cascading foreign keys, stored functions) and the global
+//! `sql_mode` at start and after every DDL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Value};
 use querycache::schema::{PkColumn, TableInfo};
 use querycache::types::TableName;
+use querycache::EffectsBuilder;
 
 use super::start::SharedCache;
 
@@ -29,13 +32,13 @@ async fn run(cache: Arc<SharedCache>, opts: Opts) {
     // The last failure logged at the default level (each outage once).
     let mut failing: Option<String> = None;
     loop {
-        if pending.is_empty() {
+        if pending.is_empty() && !registry.effects_stale() {
             registry.wanted_notify().notified().await;
         }
         pending.extend(registry.wanted());
         pending.sort();
         pending.dedup();
-        if pending.is_empty() {
+        if pending.is_empty() && !registry.effects_stale() {
             continue;
         }
         if conn.is_none() {
@@ -58,6 +61,24 @@ async fn run(cache: Arc<SharedCache>, opts: Opts) {
             }
         }
         let Some(c) = conn.as_mut() else { continue };
+        if registry.take_effects_stale() {
+            match load_effects(c).await {
+                Ok((fx, sql_mode)) => {
+                    cache.qc.set_global_sql_mode(&sql_mode);
+                    registry.set_effects(fx);
+                }
+                Err(e) => {
+                    log::warn!("mysql metadata: cannot read triggers, foreign keys and functions: {e}");
+                    registry.effects_changed();
+                    conn = None;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+        }
+        if pending.is_empty() {
+            continue;
+        }
         let batch: Vec<TableName> = pending.drain(..pending.len().min(BATCH)).collect();
         match fetch(c, &batch).await {
             Ok(infos) => {
@@ -73,6 +94,39 @@ async fn run(cache: Arc<SharedCache>, opts: Opts) {
             }
         }
     }
+}
+
+/// The side-effect graph and `@@GLOBAL.sql_mode`. Only what the `--mysql-user` account
+/// may see is listed (TRIGGERS needs the TRIGGER privilege on the table).
+async fn load_effects(c: &mut Conn) -> mysql_async::Result<(querycache::Effects, String)> {
+    let mut b = EffectsBuilder::default();
+    let fks: Vec<(String, String, String, String)> = c
+        .query(
+            "SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, TABLE_NAME \
+             FROM information_schema.REFERENTIAL_CONSTRAINTS \
+             WHERE UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION')",
+        )
+        .await?;
+    for (pdb, parent, cdb, child) in fks {
+        b.cascade(TableName::new(&pdb, &parent), TableName::new(&cdb, &child));
+    }
+    let triggers: Vec<(String, String, String, String)> = c
+        .query(
+            "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_SCHEMA, ACTION_STATEMENT \
+             FROM information_schema.TRIGGERS",
+        )
+        .await?;
+    for (db, table, tdb, body) in triggers {
+        b.trigger(TableName::new(&db, &table), &tdb, &body);
+    }
+    let functions: Vec<(String, String)> = c
+        .query("SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'")
+        .await?;
+    for (db, name) in functions {
+        b.function(&db, &name);
+    }
+    let mode: Option<String> = c.query_first("SELECT @@GLOBAL.sql_mode").await?;
+    Ok((b.build(), mode.unwrap_or_default()))
 }
 
 /// What `information_schema` says about each table of `tables` (in order); a table that

@@ -64,9 +64,15 @@ impl SharedCache {
         match action {
             Action::Online(on) => {
                 self.qc.schema().clear();
+                self.qc.schema().effects_changed();
                 self.qc.set_online(on);
             }
             Action::Invalidate(inv) => {
+                if !matches!(change, Change::Rows { .. }) {
+                    // DDL (or a statement the binlog does not detail): triggers, foreign
+                    // keys or functions may have changed.
+                    self.qc.schema().effects_changed();
+                }
                 match &inv {
                     Invalidation::Table { db, table } if matches!(change, Change::Table { .. }) => {
                         self.qc.schema().forget(db, table)
