@@ -124,6 +124,13 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let opaque = req.opaque();
     let use_cas = engine.config().use_cas;
     let key = req.key();
+    let writes = is_store(op)
+        || matches!(op.base(), Opcode::Delete | Opcode::Increment | Opcode::Decrement | Opcode::Flush | Opcode::Touch);
+    if writes && crate::persistence::refusal(ctx.shared).is_some() {
+        // The disk tier is degraded: refused like a store that finds no memory.
+        write_error(out, op, Status::OutOfMemory, opaque);
+        return Flow::Continue;
+    }
     match op.base() {
         Opcode::Get | Opcode::GetK | Opcode::Touch | Opcode::Gat | Opcode::GatK => {
             let touch = if matches!(op.base(), Opcode::Get | Opcode::GetK) {

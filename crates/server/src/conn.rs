@@ -87,7 +87,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 // disk tier's sequence number is per thread), then its reply follows.
                 let job = ctx.job.borrow_mut().take();
                 if !acknowledge(&shared, &mut ack).await {
-                    return;
+                    return unacknowledged(&mut sock, &mut out, p, &shared).await;
                 }
                 if let Some(job) = job {
                     let reply = job.await;
@@ -100,7 +100,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
             if !acknowledge(&shared, &mut ack).await {
-                return;
+                return unacknowledged(&mut sock, &mut out, p, &shared).await;
             }
             if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
                 return;
@@ -109,7 +109,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         };
         rbuf.drain(..start);
         if !acknowledge(&shared, &mut ack).await {
-            break;
+            return unacknowledged(&mut sock, &mut out, p, &shared).await;
         }
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
@@ -146,6 +146,19 @@ async fn acknowledge(shared: &Shared, ack: &mut Option<tokio::sync::watch::Recei
         (Some(disk), Some(rx)) if seq > 0 => disk.wait_ack(rx, seq).await,
         _ => true,
     }
+}
+
+/// The disk tier failed while this connection's last writes were waiting to be made
+/// durable: their replies must not be sent. The replies of the whole batch are dropped; a
+/// text client is told why before the connection closes (a binary reply would need each
+/// request's opaque).
+async fn unacknowledged<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, p: &Proto, shared: &Shared) {
+    out.clear();
+    if let Proto::Text(_) = p {
+        let line = crate::persistence::refusal(shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
+        let _ = sock.write_all(line).await;
+    }
+    let _ = sock.shutdown().await;
 }
 
 async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {

@@ -12,6 +12,15 @@ use crate::config::Config;
 /// so that none a client saw before the restart (even one never committed) is reused.
 const CAS_RESTART_GAP: u64 = 1 << 32;
 
+/// While the persistent tier is degraded (disk full, I/O errors): the `SERVER_ERROR`
+/// line a write gets instead of being carried out (reads are still served).
+pub fn refusal(shared: &crate::shared::Shared) -> Option<&'static [u8]> {
+    match shared.disk.as_ref()?.write_refusal()? {
+        "out of space for persistence" => Some(b"SERVER_ERROR out of space for persistence\r\n"),
+        _ => Some(b"SERVER_ERROR persistence failed\r\n"),
+    }
+}
+
 /// Open the data directory, put it under the engine and restore its state.
 pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, String> {
     let Some(dir) = &cfg.data_dir else { return Ok(None) };

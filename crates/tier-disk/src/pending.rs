@@ -95,11 +95,70 @@ impl Pending {
         std::mem::take(&mut self.ops)
     }
 
+    /// Put back a batch the committer took but could not write (the disk failed): it goes
+    /// before anything queued since, and reads see its changes again unless newer ones
+    /// replaced them.
+    pub fn requeue(&mut self, batch: Vec<(u64, Op)>) {
+        for (seq, op) in &batch {
+            match op {
+                Op::Put(k, r, _) => {
+                    let e = self.latest.entry(k.clone()).or_insert((0, None));
+                    if e.0 < *seq {
+                        *e = (*seq, Some(r.clone()));
+                    }
+                }
+                Op::Delete(k) => {
+                    let e = self.latest.entry(k.clone()).or_insert((0, None));
+                    if e.0 < *seq {
+                        *e = (*seq, None);
+                    }
+                }
+                Op::Flush => {
+                    self.latest.retain(|_, (s, _)| *s > *seq);
+                    self.flush_seq = self.flush_seq.max(*seq);
+                }
+                Op::FlushAt(_) => {}
+            }
+            self.bytes += op.size();
+        }
+        let newer = std::mem::replace(&mut self.ops, batch);
+        self.ops.extend(newer);
+    }
+
     /// The committer has made everything up to `seq` readable from disk.
     pub fn committed(&mut self, seq: u64) {
         self.latest.retain(|_, (s, _)| *s > seq);
         if self.flush_seq <= seq {
             self.flush_seq = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(p: &mut Pending, k: &str) -> u64 {
+        let r = Arc::new(Record { flags: 0, exptime: 0, cas: 1, stored: 0, seq: 0, bits: 0, value: k.into() });
+        p.push(Op::Put(k.into(), r, false))
+    }
+
+    /// A batch put back after a failed write goes first, and reads see its changes
+    /// unless something newer was queued meanwhile.
+    #[test]
+    fn requeue_keeps_order_and_newest_state() {
+        let mut p = Pending::default();
+        put(&mut p, "a");
+        put(&mut p, "b");
+        let batch = p.take();
+        p.committed(2); // what the committer did before this change; requeue must undo it
+        let newer = put(&mut p, "b");
+        p.push(Op::Delete(b"c".to_vec()));
+        p.requeue(batch);
+        let seqs: Vec<u64> = p.ops.iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4]);
+        assert!(p.lookup(b"a").is_some_and(|r| r.is_some()), "a is readable from the queue again");
+        assert_eq!(p.latest.get(&b"b"[..]).map(|(s, _)| *s), Some(newer), "the newer b wins");
+        assert!(p.bytes > 0);
     }
 }

@@ -2,10 +2,11 @@
 //! (write sequence → size and key, oldest first, for `--disk-limit`), and `meta`.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use parking_lot::RwLock;
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 
 use crate::pending::Op;
 use crate::record::Record;
@@ -44,11 +45,34 @@ pub struct OpenReport {
     pub reindexed: u64,
 }
 
-/// The fjall database.
-pub struct Store {
+/// An open fjall database and its keyspaces.
+struct Inner {
     db: Database,
-    spaces: RwLock<Spaces>,
+    spaces: Spaces,
     meta: Keyspace,
+}
+
+/// The fjall database. After a write or sync failure fjall refuses every further write
+/// ("poisoned"); [`Store::reopen`] closes it and opens the directory again (fjall replays
+/// its journal), which is how the tier recovers once the fault clears.
+pub struct Store {
+    dir: PathBuf,
+    cache_bytes: u64,
+    inner: RwLock<Option<Inner>>,
+}
+
+/// How long [`Store::reopen`] waits for the old database's lock to be released.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
+
+fn open_db(dir: &Path, cache_bytes: u64) -> Result<Database, fjall::Error> {
+    Database::builder(dir.join("db")).cache_size(cache_bytes).max_journaling_size(64 << 20).open()
+}
+
+fn open_inner(db: Database) -> Result<Inner, String> {
+    let data = db.keyspace("data", ks_opts).map_err(err)?;
+    let index = db.keyspace("index", ks_opts).map_err(err)?;
+    let meta = db.keyspace("meta", KeyspaceCreateOptions::default).map_err(err)?;
+    Ok(Inner { db, spaces: Spaces { data, index }, meta })
 }
 
 /// Values read back from `meta` at open.
@@ -70,21 +94,17 @@ impl Store {
     /// Open (or create) the database in `dir`.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<(Store, Meta, OpenReport), String> {
         let created = !dir.join("data").exists() && std::fs::read_dir(dir).map(|d| d.count() <= 1).unwrap_or(true);
-        let db =
-            Database::builder(dir.join("db")).cache_size(cache_bytes).max_journaling_size(64 << 20).open().map_err(
-                |e| {
-                    format!(
-                        "data directory {} is damaged and was left untouched: fjall could not open it ({e:?}). \
+        let db = open_db(dir, cache_bytes).map_err(|e| {
+            format!(
+                "data directory {} is damaged and was left untouched: fjall could not open it ({e:?}). \
                      Move it aside (or start with --data-dir-recover, which renames it to \
                      {}.damaged-<time> and starts empty).",
-                        dir.display(),
-                        dir.display()
-                    )
-                },
-            )?;
-        let data = db.keyspace("data", ks_opts).map_err(err)?;
-        let index = db.keyspace("index", ks_opts).map_err(err)?;
-        let meta_ks = db.keyspace("meta", KeyspaceCreateOptions::default).map_err(err)?;
+                dir.display(),
+                dir.display()
+            )
+        })?;
+        let inner = open_inner(db)?;
+        let meta_ks = inner.meta.clone();
         let get_u64 = |k: &str| -> Result<Option<u64>, String> {
             match meta_ks.get(k).map_err(err)? {
                 None => Ok(None),
@@ -114,10 +134,13 @@ impl Store {
         };
         let lost = checkpoint.filter(|c| c.seq > meta.seq_hwm).map(|c| (c.seq, meta.seq_hwm));
         let report = OpenReport { items: meta.items as usize, clean, created, lost, reindexed: 0 };
-        let store = Store { db, spaces: RwLock::new(Spaces { data, index }), meta: meta_ks };
-        let mut b = store.db.batch();
-        b.insert(&store.meta, "format", FORMAT.to_le_bytes());
-        b.commit().map_err(err)?;
+        let store = Store { dir: dir.to_path_buf(), cache_bytes, inner: RwLock::new(Some(inner)) };
+        {
+            let i = store.inner()?;
+            let mut b = i.db.batch();
+            b.insert(&i.meta, "format", FORMAT.to_le_bytes());
+            b.commit().map_err(err)?;
+        }
         store.persist()?;
         // Mark the directory as in use until a clean shutdown.
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: false })
@@ -125,16 +148,41 @@ impl Store {
         Ok((store, meta, report))
     }
 
+    /// The open database (an error while a reopen after a failure has not succeeded).
+    fn inner(&self) -> Result<MappedRwLockReadGuard<'_, Inner>, String> {
+        RwLockReadGuard::try_map(self.inner.read(), Option::as_ref)
+            .map_err(|_| format!("data directory {} is closed after a failure", self.dir.display()))
+    }
+
+    /// Close the database and open the directory again (after a failure: fjall refuses
+    /// writes once one failed). Waits up to 5 s for the old database's lock.
+    pub fn reopen(&self) -> Result<(), String> {
+        let mut g = self.inner.write();
+        drop(g.take());
+        let started = std::time::Instant::now();
+        loop {
+            match open_db(&self.dir, self.cache_bytes) {
+                Ok(db) => {
+                    *g = Some(open_inner(db)?);
+                    return Ok(());
+                }
+                Err(e) if started.elapsed() >= REOPEN_WAIT => return Err(err(e)),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
     /// Whether every item has an eviction-index entry (the index was maintained since the
     /// directory was created or last flushed).
     pub fn indexed(&self) -> Result<bool, String> {
-        Ok(self.meta.get("indexed").map_err(err)?.is_some_and(|v| v.first() == Some(&1)))
+        Ok(self.inner()?.meta.get("indexed").map_err(err)?.is_some_and(|v| v.first() == Some(&1)))
     }
 
     /// Record whether the eviction index is complete.
     pub fn set_indexed(&self, on: bool) -> Result<(), String> {
-        let mut b = self.db.batch();
-        b.insert(&self.meta, "indexed", (on as u64).to_le_bytes());
+        let i = self.inner()?;
+        let mut b = i.db.batch();
+        b.insert(&i.meta, "indexed", (on as u64).to_le_bytes());
         b.commit().map_err(err)
     }
 
@@ -142,15 +190,17 @@ impl Store {
     /// write sequence); returns (items indexed, logical bytes). Also recounts the items.
     pub fn rebuild_index(&self) -> Result<(u64, u64), String> {
         {
-            let mut spaces = self.spaces.write();
-            let old = spaces.index.clone();
-            self.db.delete_keyspace(old).map_err(err)?;
-            spaces.index = self.db.keyspace("index", ks_opts).map_err(err)?;
+            let mut g = self.inner.write();
+            let i = g.as_mut().ok_or("data directory closed")?;
+            let old = i.spaces.index.clone();
+            i.db.delete_keyspace(old).map_err(err)?;
+            i.spaces.index = i.db.keyspace("index", ks_opts).map_err(err)?;
         }
-        let spaces = self.spaces.read();
+        let i = self.inner()?;
+        let spaces = &i.spaces;
         let mut n = 0;
         let mut bytes = 0u64;
-        let mut b = self.db.batch();
+        let mut b = i.db.batch();
         for kv in spaces.data.iter() {
             let (k, v) = kv.into_inner().map_err(err)?;
             let Ok(rec) = Record::decode(&v) else { continue };
@@ -161,7 +211,7 @@ impl Store {
             n += 1;
             bytes += size as u64;
             if n % 10_000 == 0 {
-                std::mem::replace(&mut b, self.db.batch()).commit().map_err(err)?;
+                std::mem::replace(&mut b, i.db.batch()).commit().map_err(err)?;
             }
         }
         b.commit().map_err(err)?;
@@ -170,13 +220,13 @@ impl Store {
 
     /// Read a raw record.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        let data = self.spaces.read().data.clone();
+        let data = self.inner()?.spaces.data.clone();
         data.get(key).map(|v| v.map(|s| s.to_vec())).map_err(err)
     }
 
     /// Make everything committed so far durable (fdatasync).
     pub fn persist(&self) -> Result<(), String> {
-        self.db.persist(PersistMode::SyncData).map_err(err)
+        self.inner()?.db.persist(PersistMode::SyncData).map_err(err)
     }
 
     /// Write a batch of queued changes atomically (coalescing repeated keys: the last
@@ -207,8 +257,9 @@ impl Store {
                 _ => {}
             }
         }
-        let spaces = self.spaces.read();
-        let mut b = self.db.batch();
+        let i = self.inner()?;
+        let spaces = &i.spaces;
+        let mut b = i.db.batch();
         let mut seen = HashSet::new();
         for (seq, op) in ops.iter().rev() {
             meta.seq_hwm = meta.seq_hwm.max(*seq);
@@ -242,26 +293,19 @@ impl Store {
                 Op::Flush => {}
             }
         }
-        self.put_meta(&mut b, meta);
+        put_meta(&i.meta, &mut b, meta);
         b.commit().map_err(err)
-    }
-
-    fn put_meta(&self, b: &mut fjall::OwnedWriteBatch, meta: &Meta) {
-        b.insert(&self.meta, "cas_hwm", meta.cas_hwm.to_le_bytes());
-        b.insert(&self.meta, "seq_hwm", meta.seq_hwm.to_le_bytes());
-        b.insert(&self.meta, "flush_at", (meta.flush_at as u64).to_le_bytes());
-        b.insert(&self.meta, "bytes", meta.bytes.to_le_bytes());
-        b.insert(&self.meta, "items", meta.items.to_le_bytes());
     }
 
     /// Drop every item: replace the keyspaces (frees their files at once).
     pub fn flush_all(&self) -> Result<(), String> {
-        let mut spaces = self.spaces.write();
-        let (data, index) = (spaces.data.clone(), spaces.index.clone());
-        self.db.delete_keyspace(data).map_err(err)?;
-        self.db.delete_keyspace(index).map_err(err)?;
-        spaces.data = self.db.keyspace("data", ks_opts).map_err(err)?;
-        spaces.index = self.db.keyspace("index", ks_opts).map_err(err)?;
+        let mut g = self.inner.write();
+        let i = g.as_mut().ok_or("data directory closed")?;
+        let (data, index) = (i.spaces.data.clone(), i.spaces.index.clone());
+        i.db.delete_keyspace(data).map_err(err)?;
+        i.db.delete_keyspace(index).map_err(err)?;
+        i.spaces.data = i.db.keyspace("data", ks_opts).map_err(err)?;
+        i.spaces.index = i.db.keyspace("index", ks_opts).map_err(err)?;
         Ok(())
     }
 
@@ -269,8 +313,9 @@ impl Store {
     /// evicted, updated meta).
     /// Index entries of keys rewritten or deleted since are dropped on the way.
     pub fn evict_oldest(&self, n: usize, mut meta: Meta) -> Result<(usize, usize, Meta), String> {
-        let spaces = self.spaces.read();
-        let mut b = self.db.batch();
+        let i = self.inner()?;
+        let spaces = &i.spaces;
+        let mut b = i.db.batch();
         let mut evicted = 0;
         let mut visited = 0;
         for kv in spaces.index.iter().take(n) {
@@ -291,16 +336,19 @@ impl Store {
             b.remove(&spaces.index, k.to_vec());
             meta.bytes = meta.bytes.saturating_sub(size);
         }
-        self.put_meta(&mut b, &meta);
+        put_meta(&i.meta, &mut b, &meta);
         b.commit().map_err(err)?;
         Ok((visited, evicted, meta))
     }
 
     /// Record a clean shutdown.
     pub fn close(&self, dir: &Path, meta: &Meta) -> Result<(), String> {
-        let mut b = self.db.batch();
-        self.put_meta(&mut b, meta);
-        b.commit().map_err(err)?;
+        {
+            let i = self.inner()?;
+            let mut b = i.db.batch();
+            put_meta(&i.meta, &mut b, meta);
+            b.commit().map_err(err)?;
+        }
         self.persist()?;
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
             .map_err(|e| e.to_string())
@@ -308,12 +356,12 @@ impl Store {
 
     /// Bytes the database takes on disk.
     pub fn disk_space(&self) -> u64 {
-        self.db.disk_space().unwrap_or(0)
+        self.inner().ok().and_then(|i| i.db.disk_space().ok()).unwrap_or(0)
     }
 
     /// Check every record's checksum, removing damaged ones; returns (checked, damaged).
     pub fn verify(&self) -> Result<(u64, Vec<Vec<u8>>), String> {
-        let data = self.spaces.read().data.clone();
+        let data = self.inner()?.spaces.data.clone();
         let mut checked = 0;
         let mut damaged = Vec::new();
         for kv in data.iter() {
@@ -325,4 +373,12 @@ impl Store {
         }
         Ok((checked, damaged))
     }
+}
+
+fn put_meta(meta_ks: &Keyspace, b: &mut fjall::OwnedWriteBatch, meta: &Meta) {
+    b.insert(meta_ks, "cas_hwm", meta.cas_hwm.to_le_bytes());
+    b.insert(meta_ks, "seq_hwm", meta.seq_hwm.to_le_bytes());
+    b.insert(meta_ks, "flush_at", (meta.flush_at as u64).to_le_bytes());
+    b.insert(meta_ks, "bytes", meta.bytes.to_le_bytes());
+    b.insert(meta_ks, "items", meta.items.to_le_bytes());
 }

@@ -60,6 +60,10 @@ pub(crate) struct Counters {
     pub evictions: AtomicU64,
     pub damaged: AtomicU64,
     pub read_errors: AtomicU64,
+    /// Write or fsync failures (each degrades the tier).
+    pub failures: AtomicU64,
+    /// Recoveries from a degraded state.
+    pub recoveries: AtomicU64,
     pub bytes: AtomicU64,
 }
 
@@ -75,8 +79,10 @@ pub(crate) struct Shared {
     pub committed: tokio::sync::watch::Sender<u64>,
     /// Highest sequence number fsynced (survives power loss).
     pub durable: tokio::sync::watch::Sender<u64>,
-    /// Set when the disk failed: nothing more is acknowledged.
+    /// Set while the disk fails: nothing more is acknowledged, writes are refused.
     pub failed: AtomicBool,
+    /// Why the tier is degraded (the last error), while it is.
+    pub reason: Mutex<Option<String>>,
     pub stopping: AtomicBool,
     pub counters: Counters,
     pub meta: Mutex<Meta>,
@@ -122,6 +128,7 @@ impl DiskTier {
             committed,
             durable,
             failed: AtomicBool::new(false),
+            reason: Mutex::new(None),
             stopping: AtomicBool::new(false),
             counters: Counters::default(),
             meta: Mutex::new(meta),
@@ -173,6 +180,18 @@ impl DiskTier {
             Ok(_) => !failed.load(Ordering::Relaxed),
             Err(_) => false,
         }
+    }
+
+    /// While the tier is degraded: why a write must be refused, as memcached-style error
+    /// text (`out of space for persistence` for a full disk or quota, `persistence failed`
+    /// for other I/O errors). None while writes are accepted.
+    pub fn write_refusal(&self) -> Option<&'static str> {
+        if !self.shared.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let reason = self.shared.reason.lock();
+        let r = reason.as_deref().unwrap_or("");
+        Some(if crate::committer::is_full(r) { "out of space for persistence" } else { "persistence failed" })
     }
 
     /// Whether the disk failed (writes can no longer be made durable).
@@ -316,5 +335,8 @@ impl Tier for DiskTier {
         sink.stat("disk_read_errors", Kind::Counter, &get(&c.read_errors));
         sink.stat("disk_queue_bytes", Kind::Gauge, &s.pending.lock().bytes);
         sink.stat("disk_failed", Kind::Gauge, &u8::from(s.failed.load(Ordering::Relaxed)));
+        sink.stat("disk_error", Kind::Info, &s.reason.lock().as_deref().unwrap_or("").replace(['\r', '\n'], " "));
+        sink.stat("disk_failures", Kind::Counter, &get(&c.failures));
+        sink.stat("disk_recoveries", Kind::Counter, &get(&c.recoveries));
     }
 }

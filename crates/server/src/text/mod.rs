@@ -16,6 +16,7 @@ use protocol_memcache::text::{self, Command, Frame};
 
 use crate::ctx::{Ctx, Flow};
 use crate::meta;
+use protocol_memcache::meta::MetaCmd;
 
 /// Per-connection parser state that outlives one read.
 #[derive(Default)]
@@ -109,6 +110,14 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             }
         }
         if let Some((len, _, _)) = data_len {
+            if let Some(err) = crate::persistence::refusal(ctx.shared) {
+                // The disk tier is degraded: refused, data discarded (memcached's error
+                // replies are sent under noreply too, as for an item too large).
+                out.extend_from_slice(err);
+                st.swallow = len + 2;
+                pos += used;
+                continue;
+            }
             if let Some(reject) = storage::precheck(&cmd, ctx) {
                 // Refused before reading the data: reply now and discard the block.
                 out.extend_from_slice(reject.reply);
@@ -130,6 +139,16 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             continue;
         }
         pos += used;
+        if matches!(
+            cmd,
+            Command::Delete { .. } | Command::Arith { .. } | Command::Touch { .. } | Command::FlushAll { .. }
+        ) || matches!(&cmd, Command::Meta(m) if matches!(m.cmd, MetaCmd::Delete | MetaCmd::Arith))
+        {
+            if let Some(err) = crate::persistence::refusal(ctx.shared) {
+                out.extend_from_slice(err);
+                continue;
+            }
+        }
         let flow = match cmd {
             Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
             Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
