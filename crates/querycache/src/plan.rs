@@ -294,7 +294,7 @@ impl QueryCache {
         if s.disabled.is_some() || s.in_transaction() || (self.cfg.mode == Mode::Demand && !r.sql_cache) {
             return self.not_cached();
         }
-        if self.schema.effects().is_none() {
+        if !self.schema.effects_loaded() {
             return self.not_cached(); // triggers and cascades not known yet
         }
         let mut tags = Vec::with_capacity(r.tables.len());

@@ -74,6 +74,8 @@ pub struct SchemaRegistry {
     notify: Notify,
     effects: RwLock<Option<Arc<Effects>>>,
     effects_stale: AtomicBool,
+    /// Set once a graph was loaded (the hit path checks this, not the lock).
+    effects_loaded: AtomicBool,
 }
 
 impl Default for SchemaRegistry {
@@ -84,6 +86,7 @@ impl Default for SchemaRegistry {
             notify: Notify::new(),
             effects: RwLock::new(None),
             effects_stale: AtomicBool::new(true),
+            effects_loaded: AtomicBool::new(false),
         }
     }
 }
@@ -151,6 +154,12 @@ impl SchemaRegistry {
     /// Install a freshly loaded side-effect graph.
     pub fn set_effects(&self, e: Effects) {
         *self.effects.write() = Some(Arc::new(e));
+        self.effects_loaded.store(true, Ordering::Release);
+    }
+
+    /// Whether a side-effect graph was ever loaded (nothing is cached before).
+    pub fn effects_loaded(&self) -> bool {
+        self.effects_loaded.load(Ordering::Acquire)
     }
 
     /// DDL may have changed triggers, foreign keys or functions: the metadata task

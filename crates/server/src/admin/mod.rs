@@ -3,10 +3,12 @@
 //! - `GET /metrics`: every figure of memcached's `stats` (and the disk tier's, the MySQL
 //!   proxy's, the containers') in the OpenMetrics text format that Prometheus scrapes,
 //!   read from the same [`engine::stats::StatSink`] producers as `stats` (`metrics.rs`).
+//! - `GET /`: the live status page; `GET /stats.json`: the figures it polls (`status.rs`).
 //!
 //! One thread serves it (tiny_http), so scrapes never take a worker from the data path.
 
 mod metrics;
+mod status;
 
 use std::sync::Arc;
 
@@ -16,8 +18,8 @@ use crate::shared::Shared;
 pub fn start(addr: &str, shared: Arc<Shared>) -> std::io::Result<()> {
     let server = tiny_http::Server::http(addr)
         .map_err(|e| std::io::Error::other(format!("failed to listen on metrics {addr}: {e}")))?;
-    let registry = metrics::registry(shared);
-    log::info!("listening on HTTP {addr} (GET /metrics: Prometheus/OpenMetrics)");
+    let registry = metrics::registry(shared.clone());
+    log::info!("listening on HTTP {addr} (GET /metrics: Prometheus/OpenMetrics; GET /: status page)");
     std::thread::Builder::new().name("admin".into()).spawn(move || {
         for req in server.incoming_requests() {
             let resp = match (req.method(), req.url()) {
@@ -25,8 +27,15 @@ pub fn start(addr: &str, shared: Arc<Shared>) -> std::io::Result<()> {
                     Ok(body) => tiny_http::Response::from_string(body).with_header(header(metrics::CONTENT_TYPE)),
                     Err(e) => tiny_http::Response::from_string(format!("encoding failed: {e}\n")).with_status_code(500),
                 },
+                (tiny_http::Method::Get, "/" | "/index.html") => {
+                    tiny_http::Response::from_string(status::PAGE).with_header(header("text/html; charset=utf-8"))
+                }
+                (tiny_http::Method::Get, "/stats.json") => tiny_http::Response::from_string(status::json(&shared))
+                    .with_header(header("application/json"))
+                    .with_header(header_named("Cache-Control", "no-store")),
                 (tiny_http::Method::Get, _) => {
-                    tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404)
+                    tiny_http::Response::from_string("not found: try /, /stats.json or /metrics\n")
+                        .with_status_code(404)
                 }
                 _ => tiny_http::Response::from_string("method not allowed\n").with_status_code(405),
             };
@@ -39,5 +48,9 @@ pub fn start(addr: &str, shared: Arc<Shared>) -> std::io::Result<()> {
 }
 
 fn header(content_type: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes()).expect("a valid header")
+    header_named("Content-Type", content_type)
+}
+
+fn header_named(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
 }
