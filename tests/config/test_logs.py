@@ -65,7 +65,12 @@ def test_mysql_user_without_password_is_said_at_start(tmp_path, mariadb):
     assert rc == 0
     assert f"--mysql-user {mariadb.user} has no password" in log
     assert "Access denied" in log and "query cache offline" in log
-    assert log.count("Access denied") == 1, log
+    # Each component says it once (the binlog follower; the metadata task, which now
+    # connects at start to load triggers and foreign keys), however often they retry.
+    denied = [line for line in log.splitlines() if "Access denied" in line]
+    assert sum("binlog" in line for line in denied) == 1, log
+    assert sum("metadata" in line for line in denied) <= 1, log
+    assert len(denied) <= 2, log
     assert took < 0.5, f"SIGTERM to exit took {took:.3f} s with the proxy on"
 
 

@@ -75,7 +75,12 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
     };
     let _ = sock.set_nodelay(true);
     let mut server = Wire::new(sock);
-    let mut greeting = server.read_raw().await?;
+    // A hung backend (stopped, overloaded) accepts the TCP connection in the kernel but
+    // never greets: answer the client with an error instead of hanging with it.
+    let mut greeting = match tokio::time::timeout(CONNECT_TIMEOUT, server.read_raw()).await {
+        Ok(g) => g?,
+        Err(_) => return refuse_before_greeting(client, backend, "no greeting within 5 s: the server hangs").await,
+    };
     let payload_at = 4;
     if greeting.get(payload_at) == Some(&0xff) {
         client.write(&greeting).await?; // e.g. too many connections, host blocked
