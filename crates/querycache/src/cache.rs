@@ -40,6 +40,8 @@ pub struct QueryCache {
     flights: Box<[FlightShard]>,
     /// The backend's lexical rules and global sql_mode flags (see [`QueryCache::dialect`]).
     dialect: parking_lot::RwLock<Dialect>,
+    /// Per-statement figures (`stats queries`).
+    pub(crate) digests: crate::digests::Digests,
 }
 
 /// What `begin_fill` decided.
@@ -97,6 +99,7 @@ impl QueryCache {
             epoch: AtomicU64::new(0),
             flights: (0..FLIGHT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             dialect: parking_lot::RwLock::new(Dialect::default()),
+            digests: crate::digests::Digests::default(),
             cfg,
         }
     }
@@ -114,6 +117,22 @@ impl QueryCache {
     /// Whether lookups and fills are enabled.
     pub fn is_online(&self) -> bool {
         self.online.load(Ordering::Acquire)
+    }
+
+    /// The `n` statements run most often, with how they were answered.
+    pub fn digests(&self, n: usize) -> Vec<crate::digests::DigestStats> {
+        self.digests.top(n)
+    }
+
+    /// Forget the per-statement figures.
+    pub fn reset_digests(&self) {
+        self.digests.clear()
+    }
+
+    /// The last statement planned as a cacheable read on `s` was answered: a hit
+    /// (`Outcome::Hit`) or by the backend (`Outcome::Miss`, with its time).
+    pub fn answered(&self, s: &crate::Session, outcome: crate::digests::Outcome, backend_us: u64, bytes: u64) {
+        self.digests.answered(s.last_digest, outcome, backend_us, bytes);
     }
 
     /// The backend's rules for executable comments, with its global `sql_mode`'s lexical

@@ -45,6 +45,7 @@ mod analyze;
 mod ast;
 mod cache;
 pub mod config;
+pub mod digests;
 pub mod effects;
 pub mod flight;
 mod funcs;
@@ -63,6 +64,7 @@ mod writes;
 
 pub use cache::{Fill, FillStart, QueryCache};
 pub use config::{Config, Mode};
+pub use digests::{DigestStats, Outcome};
 pub use effects::{Effects, EffectsBuilder, Follow};
 pub use flight::Waiter;
 pub use plan::Prepared;

@@ -8,6 +8,7 @@ use crate::analyze::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
 use crate::ast::{Cons, KeyPred, RelName, SlotRef};
 use crate::cache::{make_key, QueryCache, MAX_KEY};
 use crate::config::Mode;
+use crate::digests::Outcome;
 use crate::lexer::{self, Slot, SlotValue};
 use crate::session::{Change, Session, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::stats::bump;
@@ -25,6 +26,8 @@ pub struct Prepared {
     analysis: Arc<Analysis>,
     slots: Vec<Slot>,
     text: Box<[u8]>,
+    /// Its digest (literals as `?`), for the digest table.
+    digest: Box<[u8]>,
     /// The session database when it was prepared (tables resolve against it).
     db: Option<Arc<str>>,
     malformed: bool,
@@ -139,7 +142,9 @@ impl QueryCache {
         let a = self.memo.get(&lx.digest);
         let v = Values { text: sql, slots: &lx.slots, params: &[] };
         let db = s.db.clone();
-        self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[])
+        let p = self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[]);
+        self.count(s, &lx.digest, &p.0, p.1);
+        p.0
     }
 
     /// `COM_STMT_PREPARE`: analyse the statement text once; keep the result per
@@ -148,7 +153,8 @@ impl QueryCache {
         let (lx, unsure) = self.lex(s, sql);
         let analysis = self.memo.get(&lx.digest);
         let malformed = lx.malformed || unsure;
-        Arc::new(Prepared { analysis, slots: lx.slots, text: sql.into(), db: s.db.clone(), malformed })
+        let digest = lx.digest.into_boxed_slice();
+        Arc::new(Prepared { analysis, slots: lx.slots, text: sql.into(), digest, db: s.db.clone(), malformed })
     }
 
     /// A `COM_STMT_EXECUTE` (or another statement command) of a statement id the proxy
@@ -156,6 +162,20 @@ impl QueryCache {
     /// anything.
     pub fn on_unknown_statement(&self, s: &mut Session) -> Plan {
         self.write_plan(s, vec![Invalidation::All], false)
+    }
+
+    /// Count one execution in the digest table (a cacheable read's hit or miss comes later,
+    /// through [`QueryCache::answered`]).
+    fn count(&self, s: &mut Session, digest: &[u8], plan: &Plan, why: &'static str) {
+        let key = crate::digests::Digests::key(digest);
+        s.last_digest = key;
+        let outcome = match plan {
+            Plan::Cached { .. } => Outcome::Other,
+            Plan::Forward { not_cached: true } => Outcome::NotCached(why),
+            Plan::Forward { not_cached: false } => Outcome::Other,
+            Plan::Write(_) => Outcome::Write,
+        };
+        self.digests.record(key, digest, outcome, 0, 0);
     }
 
     /// `COM_STMT_EXECUTE`. `raw_params`: the bytes after the 9-byte header (null bitmap,
@@ -171,17 +191,17 @@ impl QueryCache {
         allow_cache: bool,
     ) -> Plan {
         let v = Values { text: &p.text, slots: &p.slots, params };
-        if !allow_cache {
-            if let Kind::Read(_) = p.analysis.kind {
-                bump(&self.counters.not_cached);
-                return Plan::Forward { not_cached: true };
-            }
-        }
-        if let Kind::Set(_) | Kind::Use(_) = p.analysis.kind {
+        let (plan, why) = if !allow_cache && matches!(p.analysis.kind, Kind::Read(_)) {
+            bump(&self.counters.not_cached);
+            (Plan::Forward { not_cached: true }, "long data or a cursor")
+        } else if let Kind::Set(_) | Kind::Use(_) = p.analysis.kind {
             s.disabled = Some("prepared SET");
-            return Plan::Forward { not_cached: false };
-        }
-        self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params)
+            (Plan::Forward { not_cached: false }, "")
+        } else {
+            self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params)
+        };
+        self.count(s, &p.digest, &plan, why);
+        plan
     }
 
     /// `COM_INIT_DB`: the new database applies once the backend answers OK.
@@ -199,6 +219,23 @@ impl QueryCache {
         db: Option<&Arc<str>>,
         binary: bool,
         raw_params: &[u8],
+    ) -> (Plan, &'static str) {
+        let mut why = "";
+        let p = self.plan_inner(s, a, v, malformed, db, binary, raw_params, &mut why);
+        (p, why)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn plan_inner(
+        &self,
+        s: &mut Session,
+        a: &Analysis,
+        v: &Values<'_>,
+        malformed: bool,
+        db: Option<&Arc<str>>,
+        binary: bool,
+        raw_params: &[u8],
+        why: &mut &'static str,
     ) -> Plan {
         if !a.calls.is_empty() {
             // A stored function may write anything and create temporary tables; before
@@ -211,10 +248,19 @@ impl QueryCache {
             }
         }
         match &a.kind {
-            Kind::Read(_) | Kind::NotCacheable(_) if malformed => self.not_cached(),
+            Kind::Read(_) | Kind::NotCacheable(_) if malformed => {
+                *why = "malformed statement or unknown sql_mode";
+                self.not_cached()
+            }
             _ if malformed => self.write_plan(s, vec![Invalidation::All], false),
-            Kind::Read(r) => self.read_plan(s, r, v, db, binary, raw_params),
-            Kind::NotCacheable(_) => self.not_cached(),
+            Kind::Read(r) => self.read_plan(s, r, v, db, binary, raw_params).unwrap_or_else(|reason| {
+                *why = reason;
+                self.not_cached()
+            }),
+            Kind::NotCacheable(r) => {
+                *why = r;
+                self.not_cached()
+            }
             Kind::Write(w) => {
                 let invs = self.write_invalidations(w, v, db);
                 self.write_plan(s, invs, w.ddl)
@@ -287,26 +333,32 @@ impl QueryCache {
         db: Option<&Arc<str>>,
         binary: bool,
         raw_params: &[u8],
-    ) -> Plan {
+    ) -> Result<Plan, &'static str> {
         if self.cfg.mode == Mode::Off || !self.is_online() {
-            return Plan::Forward { not_cached: false };
+            return Ok(Plan::Forward { not_cached: false });
         }
-        if s.disabled.is_some() || s.in_transaction() || (self.cfg.mode == Mode::Demand && !r.sql_cache) {
-            return self.not_cached();
+        if let Some(r) = s.disabled {
+            return Err(r);
+        }
+        if s.in_transaction() {
+            return Err("in a transaction");
+        }
+        if self.cfg.mode == Mode::Demand && !r.sql_cache {
+            return Err("no SQL_CACHE (DEMAND mode)");
         }
         if !self.schema.effects_loaded() {
-            return self.not_cached(); // triggers and cascades not known yet
+            return Err("triggers and foreign keys not loaded yet");
         }
         let mut tags = Vec::with_capacity(r.tables.len());
         let single = r.tables.len() == 1;
         for rel in &r.tables {
-            let Some(t) = resolve(rel, db) else { return self.not_cached() };
+            let Some(t) = resolve(rel, db) else { return Err("no database selected") };
             if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(&t.db)) {
-                return self.not_cached();
+                return Err("system schema");
             }
-            let Some(known) = self.schema.lookup(&t) else { return self.not_cached() };
+            let Some(known) = self.schema.lookup(&t) else { return Err("table not known yet") };
             if !known.base_table {
-                return self.not_cached();
+                return Err("view or missing table");
             }
             let scope = match (&known.int_pk, single) {
                 (Some(pk), true) => v.key_scope(&r.preds, pk).unwrap_or(Scope::Table),
@@ -315,11 +367,11 @@ impl QueryCache {
             tags.push(Tag { table: t, scope });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
-            return self.not_cached();
+            return Err("statement too long");
         }
         // A prepared statement's tables resolve against the database it was prepared in.
         let key = make_key(&s.prefix, binary, db.map(|d| d.as_bytes()), v.text, raw_params, s.deprecate_eof());
-        Plan::Cached { key, tags: Tags(tags) }
+        Ok(Plan::Cached { key, tags: Tags(tags) })
     }
 
     fn write_invalidations(&self, w: &WriteInfo, v: &Values<'_>, db: Option<&Arc<str>>) -> Vec<Invalidation> {

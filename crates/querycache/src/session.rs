@@ -46,6 +46,8 @@ pub struct Session {
     /// None once it was set to something the proxy cannot read (every write then
     /// invalidates everything).
     pub(crate) lex: Option<(bool, bool)>,
+    /// Digest key of the last statement planned (for [`crate::QueryCache::answered`]).
+    pub(crate) last_digest: u64,
 }
 
 fn put(out: &mut Vec<u8>, b: &[u8]) {
@@ -70,6 +72,7 @@ impl Session {
             pending_ddl: false,
             txn_writes: Vec::new(),
             lex: Some(lex),
+            last_digest: 0,
         };
         s.rebuild_prefix();
         s

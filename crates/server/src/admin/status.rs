@@ -32,10 +32,21 @@ impl StatSink for JsonSink {
     }
 }
 
-/// Every `stats` figure as one JSON object.
+/// Every `stats` figure as one JSON object, with the MySQL query digest table's top 20
+/// statements under `queries` (when the proxy caches).
 pub fn json(shared: &Arc<Shared>) -> String {
     let mut sink = JsonSink(Map::new());
     crate::stats::report(b"", shared, &mut sink);
+    if let Some(cache) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
+        let rows = cache.qc.digests(20).into_iter().map(|d| {
+            serde_json::json!({
+                "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
+                "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
+                "backend_us": d.backend_us, "bytes": d.bytes,
+            })
+        });
+        sink.0.insert("queries".into(), Value::Array(rows.collect()));
+    }
     Value::Object(sink.0).to_string()
 }
 

@@ -14,7 +14,7 @@ use protocol_mysql::command::{
 use protocol_mysql::{Command, FieldType, Value};
 use querycache::session::Session;
 use querycache::types::{Param, Plan};
-use querycache::{FillStart, Prepared};
+use querycache::{FillStart, Outcome, Prepared};
 
 use super::conn::Conn;
 use super::handshake::Login;
@@ -249,6 +249,9 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                 return Ok(Handled::No); // a split command: replies would not start at sequence id 1
             }
             if let Some(bytes) = cache.qc.lookup(&key) {
+                if let Some(s) = &conn.cache.session {
+                    cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
+                }
                 conn.cache.last_hit = hit_packet(conn, len, code);
                 conn.client.consume(len);
                 conn.client.write(&bytes).await.map_err(RelayError::Client)?;
@@ -256,6 +259,7 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
             }
             match cache.qc.begin_fill(&key, &tags) {
                 FillStart::Leader(fill) => {
+                    let started = std::time::Instant::now();
                     conn.forward(len, seq).await?;
                     let mut reply = Reply::new(Expect::Results, conn.login.caps);
                     let mut copy = Vec::new();
@@ -267,11 +271,18 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                             .await;
                     // Dropping the fill unfinished (relay failed) wakes the followers.
                     r?;
+                    if let Some(s) = &conn.cache.session {
+                        let us = started.elapsed().as_micros() as u64;
+                        cache.qc.answered(s, Outcome::Miss, us, copy.len() as u64);
+                    }
                     cache.qc.finish_fill(fill, reply.storable().then_some(&copy[..]));
                     Ok(Handled::Yes)
                 }
                 FillStart::Follower(waiter) => match waiter.wait().await {
                     Some(bytes) => {
+                        if let Some(s) = &conn.cache.session {
+                            cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
+                        }
                         conn.cache.last_hit = hit_packet(conn, len, code);
                         conn.client.consume(len);
                         conn.client.write(&bytes).await.map_err(RelayError::Client)?;

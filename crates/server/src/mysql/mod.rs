@@ -56,6 +56,25 @@ impl Proxy {
         self.counters.write(sink);
     }
 
+    /// Writes the query digest table (`stats queries`): the `n` statements run most often,
+    /// `query:<rank>:<field>` lines.
+    pub fn write_digests(&self, n: usize, sink: &mut dyn engine::stats::StatSink) {
+        use engine::stats::Kind;
+        let Some(cache) = &self.cache else { return };
+        for (i, d) in cache.qc.digests(n).iter().enumerate() {
+            let f = |field: &str| format!("query:{}:{field}", i + 1);
+            sink.stat(&f("text"), Kind::Info, &d.text.replace(['\r', '\n'], " "));
+            sink.stat(&f("count"), Kind::Counter, &d.count);
+            sink.stat(&f("hits"), Kind::Counter, &d.hits);
+            sink.stat(&f("misses"), Kind::Counter, &d.misses);
+            sink.stat(&f("not_cached"), Kind::Counter, &d.not_cached);
+            sink.stat(&f("not_cached_reason"), Kind::Info, &d.reason);
+            sink.stat(&f("writes"), Kind::Counter, &d.writes);
+            sink.stat(&f("backend_us"), Kind::Counter, &d.backend_us);
+            sink.stat(&f("bytes"), Kind::Counter, &d.bytes);
+        }
+    }
+
     /// Notes whether a client connection could reach the backend; logs each change once
     /// (not once per client while the backend is down).
     pub fn backend_reached(&self, up: bool) {

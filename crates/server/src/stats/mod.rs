@@ -53,10 +53,13 @@ pub fn execute(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
 pub fn reset(ctx: &Ctx<'_>) {
     ctx.shared.engine.reset_stats();
     ctx.shared.reset_stats();
+    if let Some(cache) = ctx.shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
+        cache.qc.reset_digests();
+    }
 }
 
 /// The `stats [sub]` reports made of figures (general, `settings`, `items`, `slabs`,
-/// `conns`, `sizes`), written into `sink`; `false` for a sub-command that is not one.
+/// `conns`, `sizes`, and sqlcached's `queries`), written into `sink`; `false` for a sub-command that is not one.
 pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
     match sub {
         b"" => general(shared, sink),
@@ -65,6 +68,12 @@ pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
         b"slabs" => slabs(shared, sink),
         b"conns" => conns(shared, sink),
         b"sizes" => sink.stat("sizes_status", Kind::Info, &"disabled"),
+        // sqlcached's: the MySQL query digest table, top 50 by executions.
+        b"queries" => {
+            if let Some(proxy) = &shared.mysql {
+                proxy.write_digests(50, sink);
+            }
+        }
         _ => return false,
     }
     true

@@ -1,0 +1,194 @@
+//! The query digest table (ProxySQL's `stats_mysql_query_digest`): per normalized
+//! statement (the lexer's digest, literals as `?`), how often it ran, how it was answered
+//! (cache hit, miss filled from the backend, not cached and why, write), the backend time
+//! of misses and the bytes of replies.
+//!
+//! Bounded: at most [`MAX_DIGESTS`] statements are tracked; later new ones count in one
+//! `(other statements)` row. Read with [`crate::QueryCache::digests`]; the server shows it
+//! as `stats queries`, on the status page and as metrics.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::hash::hash64;
+
+/// Most distinct statements tracked.
+pub const MAX_DIGESTS: usize = 2000;
+/// Longest statement text kept per row (bytes).
+const MAX_TEXT: usize = 240;
+const SHARDS: usize = 16;
+
+/// How one execution was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Served from the cache.
+    Hit,
+    /// A cacheable read answered by the backend (and stored if it could be).
+    Miss,
+    /// A read not cached, and the rule that said so.
+    NotCached(&'static str),
+    /// A write (it invalidated what it may change).
+    Write,
+    /// Anything else (SET, USE, transaction control, ...).
+    Other,
+}
+
+/// One row of the table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestStats {
+    /// The digest text (literals as `?`), truncated.
+    pub text: String,
+    /// Executions.
+    pub count: u64,
+    /// Cache hits.
+    pub hits: u64,
+    /// Cacheable reads answered by the backend.
+    pub misses: u64,
+    /// Reads not cached.
+    pub not_cached: u64,
+    /// Why the last not-cached execution was not cached.
+    pub reason: &'static str,
+    /// Writes.
+    pub writes: u64,
+    /// Total backend time of misses, microseconds.
+    pub backend_us: u64,
+    /// Total bytes of replies (hits and misses).
+    pub bytes: u64,
+}
+
+/// The table (see the module doc).
+pub struct Digests {
+    shards: Box<[Mutex<HashMap<u64, DigestStats>>]>,
+    other: Mutex<DigestStats>,
+}
+
+impl Default for Digests {
+    fn default() -> Self {
+        Digests {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            other: Mutex::new(DigestStats { text: "(other statements)".into(), ..DigestStats::default() }),
+        }
+    }
+}
+
+impl Digests {
+    /// The key of a digest.
+    pub fn key(digest: &[u8]) -> u64 {
+        hash64(digest)
+    }
+
+    /// How a cacheable read counted by [`Digests::record`] was then answered (a hit or a
+    /// miss, its backend time and reply bytes).
+    pub fn answered(&self, key: u64, outcome: Outcome, backend_us: u64, bytes: u64) {
+        let mut shard = self.shards[(key >> 60) as usize % SHARDS].lock();
+        let mut other;
+        let row = match shard.get_mut(&key) {
+            Some(r) => r,
+            None => {
+                other = self.other.lock();
+                &mut *other
+            }
+        };
+        row.backend_us += backend_us;
+        row.bytes += bytes;
+        match outcome {
+            Outcome::Hit => row.hits += 1,
+            Outcome::Miss => row.misses += 1,
+            _ => {}
+        }
+    }
+
+    /// Record one execution of the statement with digest key `key` (`text`: its digest,
+    /// used when the row is new).
+    pub fn record(&self, key: u64, text: &[u8], outcome: Outcome, backend_us: u64, bytes: u64) {
+        let per = MAX_DIGESTS / SHARDS;
+        let mut shard = self.shards[(key >> 60) as usize % SHARDS].lock();
+        let full = shard.len() >= per && !shard.contains_key(&key);
+        let mut other;
+        let row = if full {
+            other = self.other.lock();
+            &mut *other
+        } else {
+            shard.entry(key).or_insert_with(|| {
+                let cut = text.len().min(MAX_TEXT);
+                DigestStats { text: pretty(&String::from_utf8_lossy(&text[..cut])), ..DigestStats::default() }
+            })
+        };
+        row.count += 1;
+        row.backend_us += backend_us;
+        row.bytes += bytes;
+        match outcome {
+            Outcome::Hit => row.hits += 1,
+            Outcome::Miss => row.misses += 1,
+            Outcome::NotCached(r) => {
+                row.not_cached += 1;
+                row.reason = r;
+            }
+            Outcome::Write => row.writes += 1,
+            Outcome::Other => {}
+        }
+    }
+
+    /// The `n` rows with the most executions (the overflow row included if it has any).
+    pub fn top(&self, n: usize) -> Vec<DigestStats> {
+        let mut all: Vec<DigestStats> =
+            self.shards.iter().flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>()).collect();
+        let other = self.other.lock().clone();
+        if other.count > 0 {
+            all.push(other);
+        }
+        all.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.text.cmp(&b.text)));
+        all.truncate(n);
+        all
+    }
+
+    /// Forget everything (`stats reset`).
+    pub fn clear(&self) {
+        for s in self.shards.iter() {
+            s.lock().clear();
+        }
+        *self.other.lock() = DigestStats { text: "(other statements)".into(), ..DigestStats::default() };
+    }
+}
+
+/// A digest as people write SQL: no spaces around `.`, before `,` or inside parentheses.
+fn pretty(digest: &str) -> String {
+    digest.replace(" . ", ".").replace(" , ", ", ").replace("( ", "(").replace(" )", ")")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_digests() {
+        assert_eq!(
+            pretty("SELECT NOW ( ) , v FROM qc . t WHERE id IN ( ? , ? )"),
+            "SELECT NOW (), v FROM qc.t WHERE id IN (?, ?)"
+        );
+    }
+
+    #[test]
+    fn counts_and_bounds() {
+        let d = Digests::default();
+        let a = b"SELECT c FROM t WHERE id = ?";
+        d.record(Digests::key(a), a, Outcome::Other, 0, 0);
+        d.answered(Digests::key(a), Outcome::Miss, 100, 10);
+        d.record(Digests::key(a), a, Outcome::Other, 0, 0);
+        d.answered(Digests::key(a), Outcome::Hit, 0, 10);
+        d.record(Digests::key(a), a, Outcome::NotCached("user or system variable"), 0, 0);
+        let top = d.top(5);
+        assert_eq!(top[0].count, 3);
+        assert_eq!((top[0].hits, top[0].misses, top[0].not_cached), (1, 1, 1));
+        assert_eq!((top[0].backend_us, top[0].bytes, top[0].reason), (100, 20, "user or system variable"));
+        for i in 0..3 * MAX_DIGESTS {
+            let t = format!("SELECT {i}");
+            d.record(Digests::key(t.as_bytes()), t.as_bytes(), Outcome::Other, 0, 0);
+        }
+        let all = d.top(usize::MAX);
+        assert!(all.len() <= MAX_DIGESTS + 1, "{}", all.len());
+        let total: u64 = all.iter().map(|r| r.count).sum();
+        assert_eq!(total, 3 + 3 * MAX_DIGESTS as u64, "nothing is lost: the overflow row counts it");
+    }
+}
