@@ -151,6 +151,15 @@ class Server:
         self.stop()
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process, MiB (0 if unknown)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def sqlcached_argv(port: int, *args: str) -> list:
     """Command line for sqlcached. When SQLCACHED_BIN points at a memcached binary (to
     validate the tests memcached-vs-memcached) it gets memcached's -U 0 / -u root too."""

@@ -4,8 +4,6 @@ When the disk fills, writes that cannot be made durable get `SERVER_ERROR out of
 persistence` (text, meta) or status 0x82 (binary) instead of an acknowledgement; reads keep being
 served; `stats` says why; memory stays bounded. When space comes back the tier recovers by
 itself, without a restart; after kill -9 every acknowledged write is there."""
-import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -13,6 +11,7 @@ import time
 
 import pytest
 
+from harness.servers import rss_mib
 from pclient import Conn
 
 MIB = 1 << 20
@@ -33,22 +32,7 @@ def tmpfs(tmp_path):
 
 def stats(port):
     with Conn(port) as c:
-        c.send(b"stats\r\n")
-        out = {}
-        while True:
-            line = c.readline()
-            if line == b"END":
-                return out
-            _, k, v = line.decode().split(" ", 2)
-            out[k] = v
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0
+        return c.stats()
 
 
 def fill(port):

@@ -11,15 +11,8 @@ import time
 import pymysql
 import pytest
 
+from harness.servers import rss_mib
 from qchelpers import q, until_hit
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0
 
 
 def test_stopped_backend_gives_errors_and_recovers(proxy, mariadb):

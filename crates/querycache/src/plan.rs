@@ -142,9 +142,10 @@ impl QueryCache {
         let a = self.memo.get(&lx.digest);
         let v = Values { text: sql, slots: &lx.slots, params: &[] };
         let db = s.db.clone();
-        let p = self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[]);
-        self.count(s, &lx.digest, &p.0, p.1);
-        p.0
+        let mut why = "";
+        let p = self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[], &mut why);
+        self.count(s, &lx.digest, &p, why);
+        p
     }
 
     /// `COM_STMT_PREPARE`: analyse the statement text once; keep the result per
@@ -191,14 +192,16 @@ impl QueryCache {
         allow_cache: bool,
     ) -> Plan {
         let v = Values { text: &p.text, slots: &p.slots, params };
-        let (plan, why) = if !allow_cache && matches!(p.analysis.kind, Kind::Read(_)) {
+        let mut why = "";
+        let plan = if !allow_cache && matches!(p.analysis.kind, Kind::Read(_)) {
             bump(&self.counters.not_cached);
-            (Plan::Forward { not_cached: true }, "long data or a cursor")
+            why = "long data or a cursor";
+            Plan::Forward { not_cached: true }
         } else if let Kind::Set(_) | Kind::Use(_) = p.analysis.kind {
             s.disabled = Some("prepared SET");
-            (Plan::Forward { not_cached: false }, "")
+            Plan::Forward { not_cached: false }
         } else {
-            self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params)
+            self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params, &mut why)
         };
         self.count(s, &p.digest, &plan, why);
         plan
@@ -209,24 +212,9 @@ impl QueryCache {
         s.pending_change = Some(Change::Db(db.into()));
     }
 
+    /// The plan of an analysed statement; `why` is set when a read is not cached.
     #[allow(clippy::too_many_arguments)]
     fn plan(
-        &self,
-        s: &mut Session,
-        a: &Analysis,
-        v: &Values<'_>,
-        malformed: bool,
-        db: Option<&Arc<str>>,
-        binary: bool,
-        raw_params: &[u8],
-    ) -> (Plan, &'static str) {
-        let mut why = "";
-        let p = self.plan_inner(s, a, v, malformed, db, binary, raw_params, &mut why);
-        (p, why)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn plan_inner(
         &self,
         s: &mut Session,
         a: &Analysis,
