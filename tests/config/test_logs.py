@@ -74,6 +74,21 @@ def test_mysql_user_without_password_is_said_at_start(tmp_path, mariadb):
     assert took < 0.5, f"SIGTERM to exit took {took:.3f} s with the proxy on"
 
 
+def test_missing_trigger_privilege_is_said_at_start(tmp_path, mariadb):
+    """An account that cannot see triggers leaves their side effects to the binlog: said."""
+    mariadb.sql("CREATE USER IF NOT EXISTS 'notrig'@'%' IDENTIFIED BY 'pw';"
+                "GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR ON *.* TO 'notrig'@'%';")
+    args = ["--mysql-listen", f"127.0.0.1:{free_port()}", "--mysql-backend", f"127.0.0.1:{mariadb.port}",
+            "--mysql-user", "notrig"]
+    log, _, rc = run(args, env={"SQLCACHED_MYSQL_PASSWORD": "pw"}, settle=lambda t: "TRIGGER privilege" in t,
+                     log_path=tmp_path / "t.log")
+    assert rc == 0
+    assert "--mysql-user has no TRIGGER privilege" in log, log
+    log, _, _ = run([*args[:-1], mariadb.user], env={"SQLCACHED_MYSQL_PASSWORD": mariadb.password},
+                    settle=lambda t: "query cache online" in t, log_path=tmp_path / "u.log", linger=0.5)
+    assert "TRIGGER privilege" not in log, log
+
+
 def test_binlog_connected_and_json_lines(tmp_path, mariadb):
     args = ["--log-format", "json", "--mysql-listen", f"127.0.0.1:{free_port()}",
             "--mysql-backend", f"127.0.0.1:{mariadb.port}", "--mysql-user", mariadb.user]
