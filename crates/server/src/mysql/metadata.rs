@@ -139,7 +139,8 @@ async fn load_effects(c: &mut Conn) -> mysql_async::Result<(querycache::Effects,
 /// cache only through the binlog.
 async fn check_trigger_privilege(c: &mut Conn) {
     // These views list every account's grants to an account that may read `mysql`: keep ours.
-    let me = "CONCAT(QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), '@', QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)))";
+    let me =
+        "CONCAT(QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), '@', QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)))";
     let q = format!(
         "SELECT COUNT(*) FROM (\
          SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = {me} \
