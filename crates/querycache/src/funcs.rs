@@ -74,7 +74,7 @@ const PAREN_KEYWORDS: &[&str] = &[
     "IGNORE", "FORCE", "USE", "MODE", "EXPANSION", "NULL", "UNKNOWN", "TRUE", "FALSE", "DECIMAL", "DEC", "NUMERIC",
     "FIXED", "VARCHAR", "VARBINARY", "DATETIME", "FLOAT", "DOUBLE", "SIGNED", "UNSIGNED", "INTEGER", "INT", "NCHAR",
     "WINDOW", "ROWS", "RANGE", "PRECEDING", "FOLLOWING", "LEFT", "RIGHT", "INNER", "OUTER", "CROSS", "NATURAL", "DIV",
-    "MOD", "COLLATE", "SEPARATOR", "LEADING", "TRAILING", "BOTH",
+    "MOD", "COLLATE", "SEPARATOR", "LEADING", "TRAILING", "BOTH", "VALUES", "VALUE",
 ];
 
 fn contains(list: &[&str], word: &[u8]) -> bool {

@@ -166,3 +166,19 @@ fn prepared_statements_key_on_their_database() {
     assert_eq!(&*tb.0[0].table.db, "other");
     assert_ne!(ka.bytes(), kb.bytes(), "same text, same session: different entries");
 }
+
+#[test]
+fn plain_inserts_call_nothing_before_functions_are_known() {
+    // Before the metadata task has loaded the stored functions, any non-builtin call
+    // counts as one (and turns caching off for good): `VALUES (` must not look like a call.
+    let c =
+        querycache::QueryCache::new(querycache::Config { size: 1 << 24, limit: 1 << 20, mode: querycache::Mode::On });
+    let mut s = session(&c);
+    for sql in [
+        "INSERT INTO t3 (id, c) VALUES (1, 'a')",
+        "INSERT INTO t3 VALUES (2, 'b') ON DUPLICATE KEY UPDATE c = VALUES(c)",
+    ] {
+        exec(&c, &mut s, sql, 0x0002);
+        assert!(s.caching_disabled().is_none(), "{sql}");
+    }
+}
