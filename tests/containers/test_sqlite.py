@@ -401,3 +401,38 @@ def test_container_and_memory_keys_agree_on_cas_off_and_item_size(tmp_path, clie
         for n in range(900, 1030, 4):
             got = [c.store("set", k, "x" * n, flags=4000000000) for k in (mem, cont)]
             assert got[0] == got[1], (n, got)
+
+
+def test_container_metrics_by_container_outcome_and_op(tmp_path, client_of):
+    """/metrics: keys by container and outcome, operations by kind, latency histograms by
+    container and kind (issue 15 item 1)."""
+    import urllib.request
+    from harness.servers import free_port
+    db = tmp_path / "m.db"
+    make_sqlite(db, SEED_SCHEMA)
+    toml = tmp_path / "c.toml"
+    toml.write_text(config(db))
+    mport = free_port()
+    with start_with(toml, "--metrics-listen", f"127.0.0.1:{mport}") as s:
+        c = client_of(s)
+        assert c.value("@@setup_3.key_a") == b"value a"
+        assert c.value("@@setup_3.nope") is None
+        assert c.store("set", "@@setup_3.key_c", "v") == b"STORED"
+        assert c.cmd("delete @@setup_3.key_c") == b"DELETED"
+        with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10) as r:
+            body = r.read().decode()
+    lines = body.splitlines()
+
+    def value(prefix, *needles):
+        hits = [ln for ln in lines if ln.startswith(prefix) and all(n in ln for n in needles)]
+        assert hits, f"no {prefix} {needles}:\n" + "\n".join(ln for ln in lines if "container" in ln)
+        return float(hits[0].rsplit(" ", 1)[1])
+
+    assert value("sqlcached_container_keys_total{", 'container="setup_3"', 'outcome="hit"') == 1
+    assert value("sqlcached_container_keys_total{", 'container="setup_3"', 'outcome="miss"') == 1
+    assert value("sqlcached_container_operations_total{", 'container="setup_3"', 'op="write"') == 1
+    assert value("sqlcached_container_operations_total{", 'container="setup_3"', 'op="delete"') == 1
+    assert value("sqlcached_container_operation_duration_seconds_count{", 'container="setup_3"', 'op="get"') == 2
+    assert value("sqlcached_container_operation_duration_seconds_count{", 'container="setup_3"', 'op="write"') == 1
+    assert value("sqlcached_container_operation_duration_seconds_bucket{", 'le="+Inf"', 'container="setup_3"',
+                 'op="delete"') == 1

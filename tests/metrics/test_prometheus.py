@@ -92,18 +92,27 @@ def test_real_prometheus_scrapes_rates_and_gauges(tmp_path):
                 return float(res[0]["value"][1]) if res else None
 
             deadline = time.monotonic() + 20
-            rate = items = up = None
+            rate = items = up = p99 = gets_by_label = None
+            hist = 'sqlcached_memcached_command_duration_seconds_bucket{protocol="text",command="get"}'
             while time.monotonic() < deadline:
                 rate = query("rate(sqlcached_cmd_get_total[5s])")
                 items = query("sqlcached_curr_items")
                 up = query('up{job="sqlcached"}')
-                if rate and items is not None and up == 1:
+                p99 = query(f"histogram_quantile(0.99, sum by (le) (rate({hist}[5s])))")
+                gets_by_label = query(
+                    'sqlcached_memcached_command_duration_seconds_count{protocol="text",command="get"}')
+                if rate and items is not None and up == 1 and p99:
                     break
                 time.sleep(0.5)
             assert up == 1, (tmp_path / "prom.log").read_text()[-2000:]
             assert items == 7
             assert rate is not None and rate > 0, rate
-            print(f"Prometheus saw rate(cmd_get) = {rate:.0f}/s while the client sent {gets / 6:.0f}/s")
+            # The latency histogram: a finite p99 of a few microseconds to milliseconds, and
+            # its count is the number of text gets the server answered.
+            assert p99 is not None and 0 < p99 < 1, p99
+            assert gets_by_label is not None and 0 < gets_by_label <= gets, (gets_by_label, gets)
+            print(f"Prometheus saw rate(cmd_get) = {rate:.0f}/s while the client sent {gets / 6:.0f}/s; "
+                  f"server-side p99 of text gets {p99 * 1e6:.0f} us")
         finally:
             p.terminate()
             p.wait(timeout=20)

@@ -77,3 +77,47 @@ def test_status_page_shows_the_digest_table(mariadb, tmp_path):
             re.search(r'id="queries" class="(?!.*hidden)[^"]*"', dom), dom[:3000]
         assert "SELECT v FROM qc.t WHERE id = ?" in dom.replace("&gt;", ">"), dom[:3000]
         assert "non-deterministic function" in dom
+
+
+def test_digest_tables_and_latency_as_metrics(mariadb, tmp_path):
+    """The top statements, the tables invalidated most and the proxy's latency histograms
+    (hit / miss / passthrough) on /metrics; `stats tables` on the memcached port."""
+    import urllib.request
+    mport = free_port()
+    with start_proxy(mariadb, "--metrics-listen", f"127.0.0.1:{mport}", log=tmp_path / "s.log") as px:
+        c = px.connect("qc")
+        until_hit(px, c, "SELECT v FROM qc.t WHERE id = 9")
+        q(c, "SELECT RAND(), v FROM qc.t WHERE id = 9")
+        for _ in range(3):
+            q(c, "UPDATE qc.t SET n = n + 1 WHERE id = 9")
+        c.close()
+        with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10) as r:
+            body = r.read().decode()
+        lines = body.splitlines()
+
+        def sample(prefix, *needles):
+            for ln in lines:
+                if ln.startswith(prefix) and all(n in ln for n in needles):
+                    return float(ln.rsplit(" ", 1)[1])
+            raise AssertionError(f"no {prefix} with {needles} in /metrics:\n" + "\n".join(
+                ln for ln in lines if "digest" in ln or "duration" in ln or "table" in ln))
+
+        sel = 'query="SELECT v FROM qc.t WHERE id = ?"'
+        assert sample("sqlcached_query_digest_executions_total{", sel, 'outcome="hit"') >= 1
+        assert sample("sqlcached_query_digest_executions_total{", sel, 'outcome="miss"') >= 1
+        assert sample("sqlcached_query_digest_executions_total{", "RAND", 'outcome="not_cached"') == 1
+        assert sample("sqlcached_query_digest_backend_seconds_total{", sel) > 0
+        assert sample("sqlcached_query_digest_bytes_total{", sel) > 0
+        assert sample("sqlcached_query_cache_table_invalidations_total{", 'table="qc.t"') >= 3
+        for outcome in ("hit", "miss", "passthrough"):
+            assert sample("sqlcached_mysql_query_duration_seconds_count{", f'outcome="{outcome}"') >= 1
+            assert sample("sqlcached_mysql_query_duration_seconds_bucket{", 'le="+Inf"', f'outcome="{outcome}"') >= 1
+        assert "# TYPE sqlcached_mysql_query_duration_seconds histogram" in body
+        # The same per-table counts on the memcached port.
+        with socket.create_connection(("127.0.0.1", px.port), timeout=10) as s:
+            s.sendall(b"stats tables\r\n")
+            buf = b""
+            while not buf.endswith(b"END\r\n"):
+                buf += s.recv(65536)
+        m = re.search(rb"STAT table:qc\.t:invalidations (\d+)\r\n", buf)
+        assert m and int(m.group(1)) >= 3, buf

@@ -13,11 +13,13 @@
 //! - [`item`]: the stored item and its memory cost.
 //! - [`tier`]: the trait a storage tier below memory implements.
 //! - [`stats`]: counters with memcached's names.
+//! - [`latency`]: lock-free latency histograms for the metrics endpoint.
 
 pub mod clock;
 pub mod config;
 pub mod eviction;
 pub mod item;
+pub mod latency;
 pub mod ops;
 pub mod shard;
 pub mod stats;

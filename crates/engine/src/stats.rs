@@ -20,6 +20,41 @@ pub enum Kind {
 pub trait StatSink {
     /// One figure, under memcached's name for it.
     fn stat(&mut self, name: &str, kind: Kind, value: &dyn std::fmt::Display);
+
+    /// A family of labeled series (`name{label="..."}`), such as latency histograms per
+    /// protocol or counters per container. Metrics only: memcached's `stats` has no labels
+    /// (its replies carry the same counts under flat names, or not at all), so by default a
+    /// sink ignores families.
+    fn family(&mut self, _name: &str, _help: &str, _series: &[Series]) {}
+}
+
+/// The value of one labeled series.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// Only goes up.
+    Counter(u64),
+    /// Only goes up, not a whole number (seconds spent, for instance).
+    CounterFloat(f64),
+    /// Goes up and down.
+    Gauge(i64),
+    /// Latencies, in seconds.
+    Histogram(crate::latency::Snapshot),
+}
+
+/// One series of a family: its labels and its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Label names and values, e.g. `[("protocol", "text".into())]`.
+    pub labels: Vec<(&'static str, String)>,
+    /// The figure.
+    pub value: Value,
+}
+
+impl Series {
+    /// A series with these labels.
+    pub fn new(labels: Vec<(&'static str, String)>, value: Value) -> Series {
+        Series { labels, value }
+    }
 }
 
 /// Counters kept per shard, under the shard lock (so they cost no atomics).

@@ -124,9 +124,15 @@ impl QueryCache {
         self.digests.top(n)
     }
 
-    /// Forget the per-statement figures.
+    /// Forget the per-statement and per-table figures.
     pub fn reset_digests(&self) {
-        self.digests.clear()
+        self.digests.clear();
+        self.counters.tables.clear();
+    }
+
+    /// The `n` tables whose cached results were invalidated most (`db.table`, count).
+    pub fn table_invalidations(&self, n: usize) -> Vec<(String, u64)> {
+        self.counters.tables.top(n)
     }
 
     /// The last statement planned as a cacheable read on `s` was answered: a hit
@@ -333,12 +339,14 @@ impl QueryCache {
                 if source == Source::Binlog {
                     bump(&c.invalidations_binlog_rows);
                 }
+                c.tables.bump(db, table);
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
                 self.drop_tables(&mut l, &t, Some(keys));
             }
             Invalidation::Table { db, table } => {
                 bump(&c.invalidations_table);
+                c.tables.bump(db, table);
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
                 self.drop_tables(&mut l, &t, None);

@@ -37,6 +37,8 @@ pub enum Outcome {
 /// One row of the table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DigestStats {
+    /// The digest's key (a hash of its text; 0 for the overflow row).
+    pub id: u64,
     /// The digest text (literals as `?`), truncated.
     pub text: String,
     /// Executions.
@@ -112,7 +114,8 @@ impl Digests {
         } else {
             shard.entry(key).or_insert_with(|| {
                 let cut = text.len().min(MAX_TEXT);
-                DigestStats { text: pretty(&String::from_utf8_lossy(&text[..cut])), ..DigestStats::default() }
+                let text = pretty(&String::from_utf8_lossy(&text[..cut]));
+                DigestStats { id: key, text, ..DigestStats::default() }
             })
         };
         row.count += 1;

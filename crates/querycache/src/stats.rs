@@ -1,6 +1,12 @@
 //! Counters, named as MariaDB's query cache status variables.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+/// Most tables whose invalidations are counted one by one (later ones are not).
+pub const MAX_TABLES: usize = 10_000;
 
 /// A snapshot of the query cache counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,6 +51,39 @@ pub(crate) struct Counters {
     pub invalidations_all: AtomicU64,
     pub fills_refused: AtomicU64,
     pub shared_misses: AtomicU64,
+    /// Invalidations per table.
+    pub tables: TableCounts,
+}
+
+/// How often each table's cached results were invalidated (by rows or as a whole), keyed
+/// `db.table`; bounded by [`MAX_TABLES`].
+#[derive(Default)]
+pub(crate) struct TableCounts(Mutex<HashMap<String, u64>>);
+
+impl TableCounts {
+    /// Count one invalidation of `db.table`.
+    pub fn bump(&self, db: &str, table: &str) {
+        let mut m = self.0.lock();
+        let name = format!("{db}.{table}");
+        if let Some(n) = m.get_mut(&name) {
+            *n += 1;
+        } else if m.len() < MAX_TABLES {
+            m.insert(name, 1);
+        }
+    }
+
+    /// The `n` tables invalidated most, most first.
+    pub fn top(&self, n: usize) -> Vec<(String, u64)> {
+        let mut all: Vec<(String, u64)> = self.0.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        all.truncate(n);
+        all
+    }
+
+    /// Forget them (`stats reset`).
+    pub fn clear(&self) {
+        self.0.lock().clear();
+    }
 }
 
 /// Add one to a counter.

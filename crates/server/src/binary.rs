@@ -11,6 +11,7 @@ use protocol_memcache::binary::{
 
 use crate::ctx::{Ctx, Flow};
 use crate::text::VERSION;
+use crate::timing::{self, Class, Proto};
 
 /// Per-connection state that outlives one read.
 #[derive(Default)]
@@ -88,7 +89,10 @@ pub fn process(
                         continue;
                     }
                 }
-                if execute(&req, ctx, out) == Flow::Close {
+                let t = timing::start(ctx);
+                let flow = execute(&req, ctx, out);
+                timing::done(ctx, t, Proto::Binary, class_of(req.opcode()));
+                if flow == Flow::Close {
                     return (pos, Flow::Close);
                 }
             }
@@ -105,6 +109,15 @@ pub fn process(
         }
     }
     (pos, Flow::Continue)
+}
+
+/// The latency histogram a binary opcode counts in.
+fn class_of(op: Opcode) -> Class {
+    match op.base() {
+        Opcode::Get | Opcode::GetK | Opcode::Gat | Opcode::GatK => Class::Get,
+        op if is_store(op) => Class::Set,
+        _ => Class::Other,
+    }
 }
 
 fn is_store(op: Opcode) -> bool {

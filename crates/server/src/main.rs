@@ -23,6 +23,7 @@ mod slab;
 mod sqlfront;
 mod stats;
 mod text;
+mod timing;
 mod udp;
 mod workers;
 
@@ -76,7 +77,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     let disk = persistence::open(&cfg, &mut engine).map_err(std::io::Error::other)?;
     let mut shared = Shared::new(cfg.clone(), engine, disk.clone());
     if let Some(path) = &cfg.containers {
-        match containers::load(path, &shared.engine) {
+        match containers::load(path, &shared.engine, cfg.metrics_listen.is_some()) {
             Ok(sql) => shared.sql = Some(Arc::new(sql)),
             Err(e) => {
                 eprintln!("--containers {path}: {e}");
@@ -85,7 +86,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
         }
     }
     if cfg.mysql.listen.is_some() {
-        shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql)?));
+        shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql, cfg.metrics_listen.is_some())?));
     }
     let shared = Arc::new(shared);
     let (tx, rx) = std::sync::mpsc::channel();

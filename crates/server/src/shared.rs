@@ -22,6 +22,8 @@ pub struct WorkerStats {
     pub cmd_meta: AtomicU64,
     /// Times a connection yielded after `-R` requests.
     pub conn_yields: AtomicU64,
+    /// Command latencies by protocol and class (with `--metrics-listen`).
+    pub latency: crate::timing::FrontLatency,
 }
 
 /// What `stats conns` shows about one connection.
@@ -45,6 +47,8 @@ pub struct Shared {
     pub engine: Engine,
     /// Current verbosity (the `verbosity` command changes it).
     pub verbose: AtomicU32,
+    /// Whether commands are timed for the latency histograms (`--metrics-listen`).
+    pub timing: bool,
     /// Per-worker counters.
     pub workers: Vec<Arc<WorkerStats>>,
     /// Open connections.
@@ -80,6 +84,7 @@ impl Shared {
         let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
         Shared {
             verbose: AtomicU32::new(cfg.verbose),
+            timing: cfg.metrics_listen.is_some(),
             cfg,
             engine,
             workers,
@@ -149,6 +154,7 @@ impl Shared {
             for c in [&w.bytes_read, &w.bytes_written, &w.cmd_meta, &w.conn_yields] {
                 c.store(0, Ordering::Relaxed);
             }
+            w.latency.reset();
         }
     }
 

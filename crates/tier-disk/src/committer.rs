@@ -84,7 +84,10 @@ pub(crate) fn run(s: Arc<Shared>) {
         s.space.notify_all();
         if let Some((last, _)) = batch.last() {
             let last = *last;
-            if let Err(e) = write(&s, &batch) {
+            let started = Instant::now();
+            let written = write(&s, &batch);
+            s.counters.write_latency.record_since(started);
+            if let Err(e) = written {
                 fail(&s, &e);
                 s.pending.lock().requeue(batch);
                 continue;
@@ -139,7 +142,10 @@ fn write(s: &Shared, batch: &[(u64, crate::pending::Op)]) -> Result<(), String> 
 
 /// fsync, then publish `last` as durable.
 fn persist(s: &Shared, last: u64) -> Result<(), String> {
-    s.store.persist()?;
+    let started = Instant::now();
+    let synced = s.store.persist();
+    s.counters.fsync_latency.record_since(started);
+    synced?;
     s.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
     s.durable.send_replace(last);
     // Record the durable horizon outside the journal, at most once a second.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::stats::{Kind, StatSink};
+use engine::stats::{Kind, Series, StatSink, Value};
 use engine::tier::{Tier, TierItem};
 use parking_lot::{Condvar, Mutex};
 
@@ -65,6 +65,10 @@ pub(crate) struct Counters {
     /// Recoveries from a degraded state.
     pub recoveries: AtomicU64,
     pub bytes: AtomicU64,
+    /// Time to write one batch into fjall (the OS has it after this).
+    pub write_latency: engine::latency::Histogram,
+    /// Time of one fsync (the batches before it survive power loss after this).
+    pub fsync_latency: engine::latency::Histogram,
 }
 
 pub(crate) struct Shared {
@@ -338,5 +342,10 @@ impl Tier for DiskTier {
         sink.stat("disk_error", Kind::Info, &s.reason.lock().as_deref().unwrap_or("").replace(['\r', '\n'], " "));
         sink.stat("disk_failures", Kind::Counter, &get(&c.failures));
         sink.stat("disk_recoveries", Kind::Counter, &get(&c.recoveries));
+        let series: Vec<Series> = [("write", &c.write_latency), ("fsync", &c.fsync_latency)]
+            .into_iter()
+            .map(|(stage, h)| Series::new(vec![("stage", stage.to_string())], Value::Histogram(h.snapshot())))
+            .collect();
+        sink.family("disk_commit_duration", "Disk tier commits: time to write a batch and to fsync", &series);
     }
 }

@@ -8,11 +8,13 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
-use engine::stats::{Kind, StatSink};
+use engine::latency::BOUNDS;
+use engine::stats::{Kind, Series, StatSink, Value};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::shared::Shared;
@@ -105,5 +107,41 @@ impl StatSink for Sink<'_> {
         if self.result.is_ok() {
             self.result = self.encode(name, kind, value);
         }
+    }
+
+    fn family(&mut self, name: &str, help: &str, series: &[Series]) {
+        if self.result.is_ok() {
+            self.result = self.encode_family(name, help, series);
+        }
+    }
+}
+
+impl Sink<'_> {
+    /// A labeled family: `sqlcached_<name>` (+ `_seconds` for histograms, `_total` for
+    /// counters, which the encoder adds), one sample (or bucket row) per series.
+    fn encode_family(&mut self, name: &str, help: &str, series: &[Series]) -> Result<(), std::fmt::Error> {
+        let Some(first) = series.first() else { return Ok(()) };
+        let (metric_type, unit) = match first.value {
+            Value::Counter(_) | Value::CounterFloat(_) => (MetricType::Counter, None),
+            Value::Gauge(_) => (MetricType::Gauge, None),
+            Value::Histogram(_) => (MetricType::Histogram, Some(&Unit::Seconds)),
+        };
+        let full = format!("sqlcached_{name}");
+        let mut family = self.encoder.encode_descriptor(&full, help, unit, metric_type)?;
+        for s in series {
+            let e = family.encode_family(&s.labels)?;
+            match &s.value {
+                Value::Counter(n) => ConstCounter::new(*n).encode(e)?,
+                Value::CounterFloat(f) => ConstCounter::new(*f).encode(e)?,
+                Value::Gauge(n) => ConstGauge::new(*n).encode(e)?,
+                Value::Histogram(h) => {
+                    let mut e = e;
+                    let mut buckets: Vec<(f64, u64)> = BOUNDS.iter().copied().zip(h.counts).collect();
+                    buckets.push((f64::INFINITY, h.counts[BOUNDS.len()]));
+                    e.encode_histogram::<NoLabelSet>(h.sum_seconds(), h.count(), &buckets, None)?
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -30,6 +30,8 @@ pub struct Watched {
     pub key_column: String,
     /// The container's memory copy.
     pub cache: Arc<Engine>,
+    /// The container's counters (`invalidations`).
+    pub stats: Arc<super::stats::ContainerStats>,
 }
 
 /// The bytes a memcached key has for a key column value (None: NULL).
@@ -54,19 +56,24 @@ pub fn apply(watched: &[Watched], change: &Change) {
                     Some(i) => {
                         for k in rows.iter().filter_map(|r| r.get(i).and_then(key_bytes)) {
                             w.cache.access(&k).remove();
+                            w.stats.invalidated(1);
                         }
                     }
-                    None => w.cache.flush_all(0),
+                    None => flush(w),
                 }
             }
         }
-        Change::Table { db, table } => watched.iter().filter(|w| same(w, db, table)).for_each(|w| w.cache.flush_all(0)),
-        Change::Database { db } => {
-            watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(|w| w.cache.flush_all(0))
-        }
-        Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(|w| w.cache.flush_all(0)),
+        Change::Table { db, table } => watched.iter().filter(|w| same(w, db, table)).for_each(flush),
+        Change::Database { db } => watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(flush),
+        Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(flush),
         _ => {}
     }
+}
+
+/// Drops a container's whole memory copy (counted as one invalidation).
+fn flush(w: &Watched) {
+    w.cache.flush_all(0);
+    w.stats.invalidated(1);
 }
 
 /// Starts following the backend's binlog for `watched` (None if there is nothing to

@@ -40,7 +40,9 @@ pub struct Sql {
     /// the binlog (`binlog`); kept alive with the containers.
     _follower: Option<::binlog::Follower>,
     /// Per-container counters, for `stats` ([`Sql::stats_lines`]).
-    counters: Vec<ContainerStats>,
+    counters: Vec<Arc<ContainerStats>>,
+    /// Whether operations are timed (`--metrics-listen`).
+    timing: bool,
 }
 
 /// Where one key goes.
@@ -132,7 +134,8 @@ pub enum Out {
 }
 
 /// Load `--containers FILE`: parse, start the backend, validate every container.
-pub fn load(path: &str, main: &Engine) -> Result<Sql, String> {
+/// Operations are timed for the latency histograms when `timing` (`--metrics-listen`).
+pub fn load(path: &str, main: &Engine, timing: bool) -> Result<Sql, String> {
     let cfg = SqlConfig::from_file(path.as_ref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -171,22 +174,24 @@ pub fn load(path: &str, main: &Engine) -> Result<Sql, String> {
                 })
         })
         .collect();
-    let counters = list.iter().map(|_| ContainerStats::default()).collect();
+    let counters: Vec<Arc<ContainerStats>> = list.iter().map(|_| Arc::default()).collect();
     let watched: Vec<self::binlog::Watched> = list
         .iter()
         .zip(&caches)
-        .filter(|(c, _)| c.policy().get == CachePolicy::Caching)
-        .filter_map(|(c, e): (&Container, &Option<Arc<Engine>>)| {
+        .zip(&counters)
+        .filter(|((c, _), _)| c.policy().get == CachePolicy::Caching)
+        .filter_map(|((c, e), stats): ((&Container, &Option<Arc<Engine>>), &Arc<ContainerStats>)| {
             Some(self::binlog::Watched {
                 db: c.schema_name().to_string(),
                 table: c.table_name().to_string(),
                 key_column: c.key_column().to_string(),
                 cache: e.clone()?,
+                stats: stats.clone(),
             })
         })
         .collect();
     let follower = cfg.backend.mysql_login().and_then(|login| self::binlog::start(login, watched));
-    Ok(Sql { set, list, caches, default, _follower: follower, counters })
+    Ok(Sql { set, list, caches, default, _follower: follower, counters, timing })
 }
 
 impl Sql {
@@ -249,11 +254,28 @@ impl Sql {
         Fail::Client(format!("no key after container name '{}' (connection now bound to it)", self.name(i)))
     }
 
-    /// Writes the containers' figures (all counters) into `sink`.
+    /// Writes the containers' figures (all counters) into `sink`, and their labeled
+    /// families (keys by outcome, operations, latencies) for the metrics.
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         for (name, value) in self.stats_lines() {
             sink.stat(&name, engine::stats::Kind::Counter, &value);
         }
+        let (mut keys, mut ops, mut latency) = (Vec::new(), Vec::new(), Vec::new());
+        for (c, s) in self.list.iter().zip(&self.counters) {
+            s.series(c.name(), &mut keys, &mut ops, &mut latency);
+        }
+        sink.family("container_keys", "Container keys looked up, by container and outcome", &keys);
+        sink.family("container_operations", "Container operations other than gets, by container and kind", &ops);
+        sink.family(
+            "container_operation_duration",
+            "Time of a container operation (backend and memory copy), by container and kind",
+            &latency,
+        );
+    }
+
+    /// Zero the containers' counters (`stats reset`; the backend's own stay).
+    pub fn reset_stats(&self) {
+        self.counters.iter().for_each(|c| c.reset());
     }
 
     /// The containers' counters by their `stats` names.
@@ -274,8 +296,16 @@ impl Sql {
             Op::Delete { .. } => Some(Counted::Delete),
             Op::Flush => Some(Counted::Flush),
         };
+        let timed = match &kind {
+            None => 0,
+            Some(Counted::Delete) => 2,
+            Some(Counted::Flush) => 3,
+            Some(_) => 1,
+        };
+        let t = self.timing.then(std::time::Instant::now);
         let r = self.clone().run_uncounted(i, op).await;
         let s = &self.counters[i];
+        s.timed(timed, t);
         match (&r, kind) {
             (Err(_), _) => s.count(Counted::Error),
             (Ok(Out::Rows(rows)), None) => {

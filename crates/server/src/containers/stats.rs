@@ -5,12 +5,16 @@
 //! `container_<c>_get_keys`, `container_<c>_get_hits`, `container_<c>_get_misses`,
 //! `container_<c>_writes` (set family, incr/decr, touch, gat), `container_<c>_deletes`,
 //! `container_<c>_flushes`, `container_<c>_errors` (SERVER_ERROR / CLIENT_ERROR answers),
-//! then `containers_backend_commits`, `containers_backend_connects`,
+//! `container_<c>_invalidations` (memory copies dropped because the binlog showed the row
+//! change, `caching` containers on MariaDB/MySQL), then `containers_backend_commits`, `containers_backend_connects`,
 //! `containers_backend_errors`, `containers_backend_lost_batches`,
 //! `containers_backend_lost_writes`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
+use engine::latency::Histogram;
+use engine::stats::{Series, Value};
 use tier_sql::BackendStats;
 
 /// Counters of one container (relaxed atomics: bumped by every worker).
@@ -22,7 +26,14 @@ pub struct ContainerStats {
     deletes: AtomicU64,
     flushes: AtomicU64,
     errors: AtomicU64,
+    invalidations: AtomicU64,
+    /// Operation latencies by [`OPS`] (with `--metrics-listen`).
+    latency: [Histogram; 4],
 }
+
+/// The `op` label of the latency histograms: what [`Counted`] calls a get, a write, a
+/// delete and a flush.
+pub const OPS: [&str; 4] = ["get", "write", "delete", "flush"];
 
 /// What one container operation was, for counting.
 pub enum Counted {
@@ -57,6 +68,52 @@ impl ContainerStats {
         }
     }
 
+    /// Count memory copies dropped for binlog changes (`n` keys, or 1 for a flush).
+    pub fn invalidated(&self, n: u64) {
+        bump(&self.invalidations, n);
+    }
+
+    /// Count the time of an operation of kind `op` (an index into [`OPS`]) begun at `t`.
+    pub fn timed(&self, op: usize, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.latency[op].record_since(t);
+        }
+    }
+
+    /// Zero the counters (`stats reset`).
+    pub fn reset(&self) {
+        for c in [&self.get_keys, &self.get_hits, &self.writes, &self.deletes, &self.flushes, &self.errors] {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.invalidations.store(0, Ordering::Relaxed);
+        self.latency.iter().for_each(Histogram::reset);
+    }
+
+    /// This container's labeled series for the metrics families: (keys by outcome,
+    /// operations by kind, latency histograms by kind).
+    pub fn series(&self, name: &str, keys: &mut Vec<Series>, ops: &mut Vec<Series>, latency: &mut Vec<Series>) {
+        let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let l = |k: &'static str, val: &str| vec![("container", name.to_string()), (k, val.to_string())];
+        let (k, hits) = (v(&self.get_keys), v(&self.get_hits));
+        keys.push(Series::new(l("outcome", "hit"), Value::Counter(hits)));
+        keys.push(Series::new(l("outcome", "miss"), Value::Counter(k.saturating_sub(hits))));
+        for (op, c) in [
+            ("write", &self.writes),
+            ("delete", &self.deletes),
+            ("flush", &self.flushes),
+            ("error", &self.errors),
+            ("invalidation", &self.invalidations),
+        ] {
+            ops.push(Series::new(l("op", op), Value::Counter(v(c))));
+        }
+        for (op, h) in OPS.iter().zip(&self.latency) {
+            let snap = h.snapshot();
+            if snap.count() > 0 {
+                latency.push(Series::new(l("op", op), Value::Histogram(snap)));
+            }
+        }
+    }
+
     /// This container's `stats` lines, appended to `out` as (name, value).
     pub fn lines(&self, name: &str, out: &mut Vec<(String, u64)>) {
         let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -69,6 +126,7 @@ impl ContainerStats {
             ("deletes", v(&self.deletes)),
             ("flushes", v(&self.flushes)),
             ("errors", v(&self.errors)),
+            ("invalidations", v(&self.invalidations)),
         ] {
             out.push((format!("container_{name}_{what}"), n));
         }

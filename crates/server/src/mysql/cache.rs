@@ -25,8 +25,12 @@ use super::Proxy;
 
 /// Whether the cache layer answered a command itself.
 pub enum Handled {
-    /// The command was forwarded (or answered) and its reply sent.
-    Yes,
+    /// Answered from the cache (a hit, or a miss that waited for an identical one).
+    Hit,
+    /// A cacheable read: forwarded, its reply sent and stored.
+    Miss,
+    /// Another command forwarded (or answered) here and its reply sent.
+    Done,
     /// Not handled here: forward it normally.
     No,
 }
@@ -236,7 +240,7 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                 };
                 relay(&mut conn.server, &mut conn.client, &mut reply, Sink::Stream, seq, &conn.proxy.backend, &mut end)
                     .await?;
-                return Ok(Handled::Yes);
+                return Ok(Handled::Done);
             }
             _ => return Ok(Handled::No),
         }
@@ -255,7 +259,7 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                 conn.cache.last_hit = hit_packet(conn, len, code);
                 conn.client.consume(len);
                 conn.client.write(&bytes).await.map_err(RelayError::Client)?;
-                return Ok(Handled::Yes);
+                return Ok(Handled::Hit);
             }
             match cache.qc.begin_fill(&key, &tags) {
                 FillStart::Leader(fill) => {
@@ -276,7 +280,7 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                         cache.qc.answered(s, Outcome::Miss, us, copy.len() as u64);
                     }
                     cache.qc.finish_fill(fill, reply.storable().then_some(&copy[..]));
-                    Ok(Handled::Yes)
+                    Ok(Handled::Miss)
                 }
                 FillStart::Follower(waiter) => match waiter.wait().await {
                     Some(bytes) => {
@@ -286,7 +290,7 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                         conn.cache.last_hit = hit_packet(conn, len, code);
                         conn.client.consume(len);
                         conn.client.write(&bytes).await.map_err(RelayError::Client)?;
-                        Ok(Handled::Yes)
+                        Ok(Handled::Hit)
                     }
                     None => Ok(Handled::No),
                 },

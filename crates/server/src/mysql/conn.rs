@@ -9,6 +9,7 @@ use protocol_mysql::command::*;
 use tokio::net::TcpStream;
 
 use super::cache::{CacheConn, Handled};
+use super::counters::Served;
 use super::errors;
 use super::handshake::{self, Login, Outcome};
 use super::relay::{relay_reply, RelayError, Sink};
@@ -89,6 +90,7 @@ impl Conn {
                     return Ok(());
                 }
             };
+            let started = self.proxy.counters.start();
             let (code, last_seq) = {
                 let m = self.client.message(len);
                 (m.payload.first().copied().unwrap_or(COM_SLEEP), m.last_seq)
@@ -148,8 +150,17 @@ impl Conn {
                 || code == COM_STMT_PREPARE
                 || code == COM_RESET_CONNECTION
             {
-                if let Handled::Yes = super::cache::command(self, len, code, last_seq).await? {
-                    continue;
+                match super::cache::command(self, len, code, last_seq).await? {
+                    Handled::Hit => {
+                        self.proxy.counters.served(started, Served::Hit);
+                        continue;
+                    }
+                    Handled::Miss => {
+                        self.proxy.counters.served(started, Served::Miss);
+                        continue;
+                    }
+                    Handled::Done => continue,
+                    Handled::No => {}
                 }
             }
             self.forward(len, last_seq).await?;
@@ -166,6 +177,9 @@ impl Conn {
                 &mut end,
             )
             .await?;
+            if matches!(code, COM_QUERY | COM_STMT_EXECUTE) {
+                self.proxy.counters.served(started, Served::Passthrough);
+            }
         }
     }
 

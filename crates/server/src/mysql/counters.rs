@@ -1,8 +1,24 @@
-//! The proxy's counters and its lines in `stats` on the memcached port.
+//! The proxy's counters and its lines in `stats` on the memcached port, plus its latency
+//! histograms for the metrics endpoint.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-use engine::stats::{Kind, StatSink};
+use engine::latency::Histogram;
+use engine::stats::{Kind, Series, StatSink, Value};
+
+/// How a query (COM_QUERY, COM_STMT_EXECUTE) was answered, for the latency histograms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// From the cache (including misses that waited for an identical in-flight one).
+    Hit = 0,
+    /// A cacheable read the backend answered.
+    Miss = 1,
+    /// Forwarded untouched: writes, uncacheable reads, the cache offline.
+    Passthrough = 2,
+}
+
+const SERVED: [&str; 3] = ["hit", "miss", "passthrough"];
 
 /// Counters of the proxy itself (the cache and binlog keep their own).
 #[derive(Default)]
@@ -11,12 +27,52 @@ pub struct Counters {
     pub connections: AtomicU64,
     /// Backend connections that failed or broke.
     pub backend_errors: AtomicU64,
+    /// Whether queries are timed (`--metrics-listen`).
+    pub timing: bool,
+    /// Query latencies by [`Served`].
+    latency: [Histogram; 3],
 }
 
 impl Counters {
+    /// Counters; queries are timed when `timing`.
+    pub fn new(timing: bool) -> Counters {
+        Counters { timing, ..Counters::default() }
+    }
+
+    /// The start time of a command, if queries are being timed.
+    #[inline]
+    pub fn start(&self) -> Option<Instant> {
+        self.timing.then(Instant::now)
+    }
+
+    /// Count a query that started at `t` (from [`Counters::start`]): from its first byte
+    /// read to the last byte of its reply written to the client.
+    #[inline]
+    pub fn served(&self, t: Option<Instant>, how: Served) {
+        if let Some(t) = t {
+            self.latency[how as usize].record_since(t);
+        }
+    }
+
+    /// Zero the histograms (`stats reset`).
+    pub fn reset(&self) {
+        self.latency.iter().for_each(Histogram::reset);
+    }
+
     /// Writes the proxy's own figures.
     pub fn write(&self, sink: &mut dyn StatSink) {
         sink.stat("mysql_connections", Kind::Gauge, &self.connections.load(Ordering::Relaxed));
         sink.stat("mysql_backend_errors", Kind::Counter, &self.backend_errors.load(Ordering::Relaxed));
+        let series: Vec<Series> = SERVED
+            .iter()
+            .zip(&self.latency)
+            .map(|(how, h)| Series::new(vec![("outcome", how.to_string())], Value::Histogram(h.snapshot())))
+            .filter(|s| matches!(&s.value, Value::Histogram(h) if h.count() > 0))
+            .collect();
+        sink.family(
+            "mysql_query_duration",
+            "MySQL proxy: time from a query's first byte to the end of its reply, by how it was answered",
+            &series,
+        );
     }
 }

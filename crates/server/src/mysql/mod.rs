@@ -12,6 +12,7 @@ pub mod cache;
 pub mod config;
 pub mod conn;
 pub mod counters;
+mod digest_metrics;
 pub mod errors;
 pub mod handshake;
 pub mod metadata;
@@ -39,21 +40,34 @@ pub struct Proxy {
 
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
-    pub fn new(cfg: &config::MysqlConfig) -> std::io::Result<Proxy> {
+    /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
+    pub fn new(cfg: &config::MysqlConfig, timing: bool) -> std::io::Result<Proxy> {
         Ok(Proxy {
             backend: cfg.backend.clone().unwrap_or_default(),
-            counters: counters::Counters::default(),
+            counters: counters::Counters::new(timing),
             cache: start::start(cfg)?,
             backend_up: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
-    /// Writes the proxy's figures (its lines in `stats`).
+    /// Writes the proxy's figures (its lines in `stats`, and for the metrics the top
+    /// statements of the digest table and the tables invalidated most).
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         if let Some(cache) = &self.cache {
             cache.write_stats(sink);
         }
         self.counters.write(sink);
+        if let Some(cache) = &self.cache {
+            digest_metrics::write(&cache.qc, sink);
+        }
+    }
+
+    /// Writes the `n` tables invalidated most (`stats tables`): `table:<db.table>:invalidations`.
+    pub fn write_tables(&self, n: usize, sink: &mut dyn engine::stats::StatSink) {
+        let Some(cache) = &self.cache else { return };
+        for (table, count) in cache.qc.table_invalidations(n) {
+            sink.stat(&format!("table:{table}:invalidations"), engine::stats::Kind::Counter, &count);
+        }
     }
 
     /// Writes the query digest table (`stats queries`): the `n` statements run most often,

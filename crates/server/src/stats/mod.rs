@@ -53,13 +53,19 @@ pub fn execute(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
 pub fn reset(ctx: &Ctx<'_>) {
     ctx.shared.engine.reset_stats();
     ctx.shared.reset_stats();
-    if let Some(cache) = ctx.shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
-        cache.qc.reset_digests();
+    if let Some(proxy) = &ctx.shared.mysql {
+        proxy.counters.reset();
+        if let Some(cache) = &proxy.cache {
+            cache.qc.reset_digests();
+        }
+    }
+    if let Some(sql) = &ctx.shared.sql {
+        sql.reset_stats();
     }
 }
 
 /// The `stats [sub]` reports made of figures (general, `settings`, `items`, `slabs`,
-/// `conns`, `sizes`, and sqlcached's `queries`), written into `sink`; `false` for a sub-command that is not one.
+/// `conns`, `sizes`, and sqlcached's `queries` and `tables`), written into `sink`; `false` for a sub-command that is not one.
 pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
     match sub {
         b"" => general(shared, sink),
@@ -72,6 +78,12 @@ pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
         b"queries" => {
             if let Some(proxy) = &shared.mysql {
                 proxy.write_digests(50, sink);
+            }
+        }
+        // sqlcached's: the tables whose cached results were invalidated most, top 50.
+        b"tables" => {
+            if let Some(proxy) = &shared.mysql {
+                proxy.write_tables(50, sink);
             }
         }
         _ => return false,
@@ -157,6 +169,7 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
         sink.stat("disk_hits", Kind::Counter, &i.tier_hits);
         tier.stats(sink);
     }
+    crate::timing::write(sh, sink);
 }
 
 fn settings(shared: &Shared, sink: &mut dyn StatSink) {

@@ -16,6 +16,7 @@ use protocol_memcache::text::{self, Command, Frame};
 
 use crate::ctx::{Ctx, Flow};
 use crate::meta;
+use crate::timing::{self, Class, Proto};
 use protocol_memcache::meta::MetaCmd;
 
 /// Per-connection parser state that outlives one read.
@@ -131,9 +132,16 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                 break;
             }
             let block = &buf[pos + used..pos + need];
+            let t = timing::start(ctx);
             match cmd {
-                Command::Meta(m) => meta::execute(m, Some(block), ctx, out),
-                _ => storage::execute(&cmd, block, ctx, out),
+                Command::Meta(m) => {
+                    meta::execute(m, Some(block), ctx, out);
+                    timing::done(ctx, t, Proto::Meta, Class::Set);
+                }
+                _ => {
+                    storage::execute(&cmd, block, ctx, out);
+                    timing::done(ctx, t, Proto::Text, Class::Set);
+                }
             };
             pos += need;
             continue;
@@ -149,6 +157,13 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                 continue;
             }
         }
+        let t = timing::start(ctx);
+        let (proto, class) = match &cmd {
+            Command::Get { .. } | Command::Gat { .. } => (Proto::Text, Class::Get),
+            Command::Meta(m) if m.cmd == MetaCmd::Get => (Proto::Meta, Class::Get),
+            Command::Meta(_) => (Proto::Meta, Class::Other),
+            _ => (Proto::Text, Class::Other),
+        };
         let flow = match cmd {
             Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
             Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
@@ -159,6 +174,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             Command::Stats { args } => crate::stats::execute(&args, ctx, out),
             other => admin::execute(other, ctx, out),
         };
+        timing::done(ctx, t, proto, class);
         if flow == Flow::Close {
             return (pos, flow);
         }
