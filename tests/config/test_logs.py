@@ -222,3 +222,51 @@ def test_sigterm_drains_connections_and_loses_no_acknowledged_write(tmp_path):
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=10)
     print(f"{len(replies)} of {n} pipelined sets acknowledged before the stop; all on disk after restart")
+
+
+def test_sigterm_drains_mysql_proxy_connections(tmp_path, mariadb):
+    """SIGTERM with MySQL clients connected: an idle one is closed at once, one running a
+    query gets its complete result first, new clients are refused, and the process exits
+    when the last command is answered (not after a fixed delay)."""
+    import threading
+
+    import pymysql
+    mport, port = free_port(), free_port()
+    env = dict(os.environ, SQLCACHED_MYSQL_PASSWORD=mariadb.password)
+    with open(tmp_path / "d.log", "wb") as f:
+        p = subprocess.Popen([sqlcached_bin(), "-l", "127.0.0.1", "-p", str(port), "--mysql-listen",
+                              f"127.0.0.1:{mport}", "--mysql-backend", f"127.0.0.1:{mariadb.port}",
+                              "--mysql-user", mariadb.user], stdout=subprocess.DEVNULL, stderr=f, env=env)
+    try:
+        wait_port(mport, p)
+
+        def connect():
+            return pymysql.connect(host="127.0.0.1", port=mport, user=mariadb.user, password=mariadb.password,
+                                   connect_timeout=5, read_timeout=10, autocommit=True)
+        idle, busy = connect(), connect()
+        result = {}
+
+        def slow():
+            with busy.cursor() as c:
+                c.execute("SELECT SLEEP(1), 42")
+                result["row"] = c.fetchone()
+        t = threading.Thread(target=slow)
+        t.start()
+        time.sleep(0.3)  # the SELECT is running on the backend
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        with pytest.raises(pymysql.err.OperationalError):
+            connect()  # refused while draining
+        t.join(timeout=10)
+        assert p.wait(timeout=10) == 0
+        took = time.monotonic() - t0
+        assert result.get("row") == (0, 42), result  # the running query was answered in full
+        assert 0.5 < took < 1.5, f"SIGTERM to exit took {took:.3f} s with a 1 s query running"
+        with pytest.raises(pymysql.err.OperationalError), idle.cursor() as c:
+            c.execute("SELECT 1")  # the idle connection was closed by the stop
+    finally:
+        if p.poll() is None:
+            p.kill()
+    log = (tmp_path / "d.log").read_text()
+    assert "stopped" in log and "still running" not in log, log

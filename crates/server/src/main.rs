@@ -155,11 +155,21 @@ fn run(cfg: Config) -> std::io::Result<()> {
     }
     let _ = rx.recv();
     log::info!("shutting down: no new connections; open ones close once their requests are answered");
+    let draining = std::time::Instant::now();
+    if let Some(proxy) = &shared.mysql {
+        proxy.stop();
+    }
     let open = shared.drain(DRAIN_LIMIT);
     if open > 0 {
         log::warn!(
             "{open} connections still busy after {DRAIN_LIMIT:?} (a client not reading its replies?): closing them"
         );
+    }
+    if let Some(proxy) = &shared.mysql {
+        let open = proxy.drain(DRAIN_LIMIT.saturating_sub(draining.elapsed()));
+        if open > 0 {
+            log::warn!("{open} MySQL connections still running a command after {DRAIN_LIMIT:?}: closing them");
+        }
     }
     if let Some(disk) = &disk {
         disk.close();

@@ -65,6 +65,7 @@ pub struct Conn {
 
 impl Conn {
     async fn run(&mut self) -> Result<(), RelayError> {
+        let mut stop = self.proxy.stop_signal();
         loop {
             self.cache.begin_command();
             // Idle between commands: the client may send one, or the backend may close this
@@ -73,6 +74,8 @@ impl Conn {
             // instead of failing the next command with "lost connection to backend".
             let (client, server) = (&mut self.client, &mut self.server);
             let len = tokio::select! {
+                // A command the client already sent is answered before a stop closes it.
+                biased;
                 r = client.message_len() => match r {
                     Ok(len) => len,
                     Err(_) => return Ok(()), // client went away (or sent garbage): close both
@@ -89,6 +92,8 @@ impl Conn {
                     });
                     return Ok(());
                 }
+                // Shutting down and idle between commands: close, as a stopping server does.
+                _ = stopped(&mut stop) => return Ok(()),
             };
             let started = self.proxy.counters.start();
             let (code, last_seq) = {
@@ -211,5 +216,14 @@ impl Conn {
             }
         }
         self.cache.reset(&self.proxy, &self.login);
+    }
+}
+
+/// Resolves once the proxy is stopping (never, if its sender is gone).
+async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }

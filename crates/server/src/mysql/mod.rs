@@ -36,6 +36,8 @@ pub struct Proxy {
     pub cache: Option<Arc<start::SharedCache>>,
     /// Whether the last client connection reached the backend (logged when it changes).
     backend_up: std::sync::atomic::AtomicBool,
+    /// Set at shutdown: connections close at their next command boundary.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Proxy {
@@ -47,7 +49,38 @@ impl Proxy {
             counters: counters::Counters::new(timing),
             cache: start::start(cfg)?,
             backend_up: std::sync::atomic::AtomicBool::new(true),
+            stopping: tokio::sync::watch::Sender::new(false),
         })
+    }
+
+    /// Start stopping: new clients are closed at accept, and each connection closes once
+    /// the command it is running is answered (idle ones at once).
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Whether [`Proxy::stop`] was called.
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// What a connection watches to learn of the stop.
+    pub fn stop_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
+    /// After [`Proxy::stop`]: wait until every client connection is gone or `limit` has
+    /// passed; returns how many were still open.
+    pub fn drain(&self, limit: std::time::Duration) -> u64 {
+        use std::sync::atomic::Ordering;
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let open = self.counters.connections.load(Ordering::SeqCst);
+            if open == 0 || std::time::Instant::now() >= deadline {
+                return open;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     /// Writes the proxy's figures (its lines in `stats`, and for the metrics the top
@@ -119,7 +152,12 @@ pub fn bind(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
 pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
     loop {
         match l.accept() {
-            Ok((s, _)) => workers.dispatch_mysql(s, proxy.clone()),
+            Ok((s, _)) => {
+                if proxy.is_stopping() {
+                    continue; // stopping: closed unanswered
+                }
+                workers.dispatch_mysql(s, proxy.clone())
+            }
             Err(e) => {
                 log::debug!("mysql accept(): {e}");
                 std::thread::sleep(std::time::Duration::from_millis(10));
