@@ -108,6 +108,9 @@ def test_digest_tables_and_latency_as_metrics(mariadb, tmp_path):
         assert sample("sqlcached_query_digest_executions_total{", "RAND", 'outcome="not_cached"') == 1
         assert sample("sqlcached_query_digest_backend_seconds_total{", sel) > 0
         assert sample("sqlcached_query_digest_bytes_total{", sel) > 0
+        # The UPDATE of row 9 dropped the cached result of the SELECT of row 9.
+        assert sample("sqlcached_query_digest_invalidations_total{", sel) >= 1
+        assert int(row(px, "SELECT v FROM qc.t WHERE id = ?")["invalidations"]) >= 1
         assert sample("sqlcached_query_cache_table_invalidations_total{", 'table="qc.t"') >= 3
         for outcome in ("hit", "miss", "passthrough"):
             assert sample("sqlcached_mysql_query_duration_seconds_count{", f'outcome="{outcome}"') >= 1

@@ -63,6 +63,7 @@ pub struct Fill {
     deprecate_eof: bool,
     flight: Option<Arc<Flight>>,
     shard: usize,
+    digest: u64,
 }
 
 impl Drop for Fill {
@@ -180,7 +181,8 @@ impl QueryCache {
         }
         let kb = &key.bytes;
         let out = engine::ops::get(&self.engine, &key.hash, Default::default(), |it| {
-            let v = it?.value();
+            // [digest: 8][key length: 4][key][reply], as `store` writes it.
+            let v = it?.value().get(8..)?;
             let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
             (v.get(4..4 + n)? == kb.as_slice()).then(|| v[4 + n..].to_vec())
         });
@@ -226,6 +228,7 @@ impl QueryCache {
             deprecate_eof: key.bytes.last() == Some(&1),
             flight: Some(flight),
             shard,
+            digest: key.digest,
         })
     }
 
@@ -256,7 +259,8 @@ impl QueryCache {
         }
         let mut a = self.engine.access(&fill.hk);
         let len = (fill.key.len() as u32).to_le_bytes();
-        if a.store(Item::new(&fill.hk, &[&len, &fill.key, reply], 0, 0, a.now())).is_err() {
+        let digest = fill.digest.to_le_bytes();
+        if a.store(Item::new(&fill.hk, &[&digest, &len, &fill.key, reply], 0, 0, a.now())).is_err() {
             return;
         }
         drop(a);
@@ -287,9 +291,16 @@ impl QueryCache {
         self.remove(&out);
     }
 
+    /// Drop these results, counting each in its statement's digest row.
     fn remove(&self, hks: &[Hk]) {
         for h in hks {
-            self.engine.access(h).remove();
+            let mut a = self.engine.access(h);
+            let digest = a.lookup().ok().and_then(|it| Some(u64::from_le_bytes(it.value().get(..8)?.try_into().ok()?)));
+            if a.remove() {
+                if let Some(d) = digest {
+                    self.digests.invalidated(d);
+                }
+            }
         }
     }
 
@@ -416,5 +427,5 @@ pub(crate) fn make_key(
     b.extend_from_slice(params);
     b.push(deprecate_eof as u8);
     let hash = hash128(&b);
-    Key { bytes: b, hash }
+    Key { bytes: b, hash, digest: 0 }
 }

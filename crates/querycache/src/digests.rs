@@ -57,6 +57,9 @@ pub struct DigestStats {
     pub backend_us: u64,
     /// Total bytes of replies (hits and misses).
     pub bytes: u64,
+    /// Cached results of this statement dropped by invalidations (rows or tables it read
+    /// changed; not counted: drop-everything invalidations).
+    pub invalidations: u64,
 }
 
 /// The table (see the module doc).
@@ -98,6 +101,18 @@ impl Digests {
             Outcome::Hit => row.hits += 1,
             Outcome::Miss => row.misses += 1,
             _ => {}
+        }
+    }
+
+    /// A cached result of the statement with key `key` was invalidated.
+    pub fn invalidated(&self, key: u64) {
+        let mut shard = self.shards[(key >> 60) as usize % SHARDS].lock();
+        match shard.get_mut(&key) {
+            Some(row) => row.invalidations += 1,
+            None => {
+                drop(shard);
+                self.other.lock().invalidations += 1;
+            }
         }
     }
 

@@ -143,8 +143,8 @@ impl QueryCache {
         let v = Values { text: sql, slots: &lx.slots, params: &[] };
         let db = s.db.clone();
         let mut why = "";
-        let p = self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[], &mut why);
-        self.count(s, &lx.digest, &p, why);
+        let mut p = self.plan(s, &a, &v, lx.malformed || unsure, db.as_ref(), false, &[], &mut why);
+        self.count(s, &lx.digest, &mut p, why);
         p
     }
 
@@ -167,9 +167,12 @@ impl QueryCache {
 
     /// Count one execution in the digest table (a cacheable read's hit or miss comes later,
     /// through [`QueryCache::answered`]).
-    fn count(&self, s: &mut Session, digest: &[u8], plan: &Plan, why: &'static str) {
+    fn count(&self, s: &mut Session, digest: &[u8], plan: &mut Plan, why: &'static str) {
         let key = crate::digests::Digests::key(digest);
         s.last_digest = key;
+        if let Plan::Cached { key: k, .. } = plan {
+            k.digest = key;
+        }
         let outcome = match plan {
             Plan::Cached { .. } => Outcome::Other,
             Plan::Forward { not_cached: true } => Outcome::NotCached(why),
@@ -193,7 +196,7 @@ impl QueryCache {
     ) -> Plan {
         let v = Values { text: &p.text, slots: &p.slots, params };
         let mut why = "";
-        let plan = if !allow_cache && matches!(p.analysis.kind, Kind::Read(_)) {
+        let mut plan = if !allow_cache && matches!(p.analysis.kind, Kind::Read(_)) {
             bump(&self.counters.not_cached);
             why = "long data or a cursor";
             Plan::Forward { not_cached: true }
@@ -203,7 +206,7 @@ impl QueryCache {
         } else {
             self.plan(s, &p.analysis, &v, p.malformed, p.db.as_ref(), true, raw_params, &mut why)
         };
-        self.count(s, &p.digest, &plan, why);
+        self.count(s, &p.digest, &mut plan, why);
         plan
     }
 

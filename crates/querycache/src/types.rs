@@ -99,6 +99,9 @@ pub enum Param {
 pub struct Key {
     pub(crate) bytes: Vec<u8>,
     pub(crate) hash: [u8; 16],
+    /// The statement's row in the digest table (0: none), stored with the result so an
+    /// invalidation can say whose results it dropped.
+    pub(crate) digest: u64,
 }
 
 impl Key {

@@ -42,7 +42,7 @@ pub fn json(shared: &Arc<Shared>) -> String {
             serde_json::json!({
                 "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
                 "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
-                "backend_us": d.backend_us, "bytes": d.bytes,
+                "backend_us": d.backend_us, "bytes": d.bytes, "invalidations": d.invalidations,
             })
         });
         sink.0.insert("queries".into(), Value::Array(rows.collect()));

@@ -6,6 +6,7 @@
 //!   they were answered (`hit`, `miss`, `not_cached`, `write`, `other`);
 //! - `sqlcached_query_digest_backend_seconds_total{digest,query}`: backend time of misses;
 //! - `sqlcached_query_digest_bytes_total{digest,query}`: bytes of replies;
+//! - `sqlcached_query_digest_invalidations_total{digest,query}`: its cached results dropped;
 //! - `sqlcached_query_cache_table_invalidations_total{table}`.
 //!
 //! `digest` is the statement's 64-bit digest key in hex (stable across restarts), `query`
@@ -19,7 +20,7 @@ pub const TOP: usize = 20;
 
 /// Write the families.
 pub fn write(qc: &QueryCache, sink: &mut dyn StatSink) {
-    let (mut runs, mut backend, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut runs, mut backend, mut bytes, mut dropped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for d in qc.digests(TOP) {
         let labels = || vec![("digest", format!("{:016x}", d.id)), ("query", d.text.clone())];
         let other = d.count.saturating_sub(d.hits + d.misses + d.not_cached + d.writes);
@@ -32,6 +33,7 @@ pub fn write(qc: &QueryCache, sink: &mut dyn StatSink) {
         }
         backend.push(Series::new(labels(), Value::CounterFloat(d.backend_us as f64 / 1e6)));
         bytes.push(Series::new(labels(), Value::Counter(d.bytes)));
+        dropped.push(Series::new(labels(), Value::Counter(d.invalidations)));
     }
     sink.family(
         "query_digest_executions",
@@ -40,6 +42,11 @@ pub fn write(qc: &QueryCache, sink: &mut dyn StatSink) {
     );
     sink.family("query_digest_backend_seconds", "Backend time of cache misses, per statement", &backend);
     sink.family("query_digest_bytes", "Bytes of replies (hits and misses), per statement", &bytes);
+    sink.family(
+        "query_digest_invalidations",
+        "Cached results of the statement dropped because what they read changed",
+        &dropped,
+    );
     let tables: Vec<Series> = qc
         .table_invalidations(TOP)
         .into_iter()

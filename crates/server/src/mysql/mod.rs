@@ -119,6 +119,7 @@ impl Proxy {
             sink.stat(&f("writes"), Kind::Counter, &d.writes);
             sink.stat(&f("backend_us"), Kind::Counter, &d.backend_us);
             sink.stat(&f("bytes"), Kind::Counter, &d.bytes);
+            sink.stat(&f("invalidations"), Kind::Counter, &d.invalidations);
         }
     }
 
