@@ -32,6 +32,12 @@ pub struct MysqlConfig {
     pub cache_limit: usize,
     /// `--query-cache-type ON|DEMAND|OFF`.
     pub cache_type: CacheType,
+    /// `--mysql-connect-timeout SECS`: the whole login must be done within it (MariaDB's
+    /// `connect_timeout`).
+    pub connect_timeout: std::time::Duration,
+    /// `--mysql-net-read-timeout SECS`: a client that started sending a command must make
+    /// progress within it (MariaDB's `net_read_timeout`).
+    pub net_read_timeout: std::time::Duration,
 }
 
 impl Default for MysqlConfig {
@@ -45,6 +51,8 @@ impl Default for MysqlConfig {
             cache_size: 64 * 1024 * 1024,
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
+            connect_timeout: std::time::Duration::from_secs(10),
+            net_read_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -59,6 +67,8 @@ pub const FLAGS: &[&str] = &[
     "query-cache-size",
     "query-cache-limit",
     "query-cache-type",
+    "mysql-connect-timeout",
+    "mysql-net-read-timeout",
 ];
 
 impl MysqlConfig {
@@ -74,6 +84,17 @@ impl MysqlConfig {
                 self.server_id = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
                 if self.server_id == 0 {
                     return Err("--mysql-server-id must be at least 1".into());
+                }
+            }
+            "mysql-connect-timeout" | "mysql-net-read-timeout" => {
+                let secs: u64 = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
+                if !(1..=31_536_000).contains(&secs) {
+                    return Err(format!("--{flag} must be between 1 and 31536000 seconds"));
+                }
+                let d = std::time::Duration::from_secs(secs);
+                match flag {
+                    "mysql-connect-timeout" => self.connect_timeout = d,
+                    _ => self.net_read_timeout = d,
                 }
             }
             "query-cache-size" => self.cache_size = size(v)?,
@@ -125,6 +146,11 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
                           the environment variable SQLCACHED_MYSQL_PASSWORD
 --mysql-password-file=<f> file whose first line is --mysql-user's password
 --mysql-server-id=<n>     replica server id of the binlog connection (default: 23633)
+--mysql-connect-timeout=<s>  a client's login must be complete within s seconds, else it
+                          is closed with ERROR 1043 Bad handshake (default: 10, as MariaDB's
+                          connect_timeout)
+--mysql-net-read-timeout=<s> a client that began sending a command must go on within s
+                          seconds, else it is closed (default: 30, as net_read_timeout)
 --query-cache-size=<num>  memory for cached results (k/m/g suffix, default: 64m)
 --query-cache-limit=<num> largest cacheable result (default: 1m)
 --query-cache-type=<t>    ON (default), DEMAND (only SELECT SQL_CACHE) or OFF

@@ -14,7 +14,7 @@ use super::errors;
 use super::handshake::{self, Login, Outcome};
 use super::relay::{relay_reply, RelayError, Sink};
 use super::reply::{Expect, Reply};
-use super::wire::Wire;
+use super::wire::{Wire, MAX_LOGIN_MESSAGE, MAX_MESSAGE};
 use super::Proxy;
 
 /// Serves one accepted client socket until it quits or either side goes away.
@@ -22,7 +22,25 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     let _ = sock.set_nodelay(true);
     proxy.counters.connections.fetch_add(1, Ordering::Relaxed);
     let mut client = Wire::new(sock);
-    match handshake::establish(&mut client, &proxy.backend).await {
+    // Until the login is done: small packets only, and all of it within the connect timeout.
+    client.set_limit(MAX_LOGIN_MESSAGE);
+    let login = tokio::time::timeout(proxy.connect_timeout, handshake::establish(&mut client, &proxy.backend)).await;
+    let login = match login {
+        Ok(r) => r,
+        Err(_) => {
+            let secs = proxy.connect_timeout.as_secs();
+            let _ = client.write(&errors::bad_handshake(2, &format!("login not complete within {secs} s"))).await;
+            Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "login timed out"))
+        }
+    };
+    if let Err(e) = &login {
+        if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::InvalidData) {
+            proxy.counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    client.set_limit(MAX_MESSAGE);
+    client.set_read_timeout(proxy.net_read_timeout);
+    match login {
         Ok(Outcome::Ready(server, login)) => {
             proxy.backend_reached(true);
             let mut conn = Conn { cache: CacheConn::new(&proxy, &login), client, server, login, proxy: proxy.clone() };
@@ -78,6 +96,13 @@ impl Conn {
                 biased;
                 r = client.message_len() => match r {
                     Ok(len) => len,
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                        // A half-sent command stalled (net_read_timeout): say so and close.
+                        let msg = "Got timeout reading communication packets";
+                        let _ = client.write(&errors::err41(1, errors::READ_TIMEOUT, b"08S01", msg)).await;
+                        self.proxy.counters.aborted_clients.fetch_add(1, Ordering::Relaxed);
+                        return Ok(());
+                    }
                     Err(_) => return Ok(()), // client went away (or sent garbage): close both
                 },
                 r = server.fill() => {

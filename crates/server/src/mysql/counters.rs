@@ -27,6 +27,10 @@ pub struct Counters {
     pub connections: AtomicU64,
     /// Backend connections that failed or broke.
     pub backend_errors: AtomicU64,
+    /// Logins closed for taking too long or sending too much (MariaDB's `Aborted_connects`).
+    pub aborted_connects: AtomicU64,
+    /// Logged-in clients closed for stalling mid-command (MariaDB's `Aborted_clients`).
+    pub aborted_clients: AtomicU64,
     /// Whether queries are timed (`--metrics-listen`).
     pub timing: bool,
     /// Query latencies by [`Served`].
@@ -63,6 +67,8 @@ impl Counters {
     pub fn write(&self, sink: &mut dyn StatSink) {
         sink.stat("mysql_connections", Kind::Gauge, &self.connections.load(Ordering::Relaxed));
         sink.stat("mysql_backend_errors", Kind::Counter, &self.backend_errors.load(Ordering::Relaxed));
+        sink.stat("mysql_aborted_connects", Kind::Counter, &self.aborted_connects.load(Ordering::Relaxed));
+        sink.stat("mysql_aborted_clients", Kind::Counter, &self.aborted_clients.load(Ordering::Relaxed));
         let series: Vec<Series> = SERVED
             .iter()
             .zip(&self.latency)

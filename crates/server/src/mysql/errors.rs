@@ -14,6 +14,19 @@ pub const BACKEND_LOST: u16 = 1158;
 pub const UNKNOWN_COMMAND: u16 = 1047;
 /// `ER_NOT_SUPPORTED_YET`: a capability the proxy cannot inspect (TLS, compression).
 pub const NOT_SUPPORTED: u16 = 1235;
+/// `ER_HANDSHAKE_ERROR` ("Bad handshake", 08S01): a login not finished within the connect
+/// timeout, or a login packet larger than a server accepts.
+pub const BAD_HANDSHAKE: u16 = 1043;
+/// `ER_NET_READ_INTERRUPTED` ("Got timeout reading communication packets", 08S01): a
+/// half-sent command that stalled past the read timeout.
+pub const READ_TIMEOUT: u16 = 1159;
+
+/// The ERR packet that closes a login that failed on the client's side.
+pub fn bad_handshake(seq: u8, why: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    err_packet(&mut out, seq, BAD_HANDSHAKE, b"08S01", &format!("Bad handshake ({why})"), CLIENT_PROTOCOL_41);
+    out
+}
 
 /// Appends an ERR packet with sequence id `seq`. Before the handshake (`caps` without
 /// `CLIENT_PROTOCOL_41`) no SQL state is written, as servers do.

@@ -100,7 +100,15 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
     }
     client.write(&greeting).await?;
 
-    let mut response = client.read_raw().await?;
+    let mut response = match client.read_raw().await {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            // Larger than a login can be (client.set_limit): refused from its header.
+            client.write(&errors::bad_handshake(2, "login packet too large")).await?;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     let seq = response.get(3).copied().unwrap_or(1);
     if is_ssl_request(first_payload(&response)) {
         let msg = "TLS between the client and sqlcached's MySQL proxy is not supported: connect without TLS \
@@ -144,6 +152,10 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
 /// both forwarded to the client. Used at login and for COM_CHANGE_USER.
 pub async fn relay_auth(client: &mut Wire, server: &mut Wire) -> io::Result<Option<u16>> {
     loop {
+        if client.buffered().len() > super::wire::MAX_LOGIN_MESSAGE {
+            client.write(&errors::bad_handshake(0, "authentication data too large")).await?;
+            return Err(invalid("authentication data too large"));
+        }
         while let Some(len) = complete_packet(client.buffered()) {
             let bytes = client.buffered()[..len].to_vec();
             client.consume(len);

@@ -38,6 +38,10 @@ pub struct Proxy {
     backend_up: std::sync::atomic::AtomicBool,
     /// Set at shutdown: connections close at their next command boundary.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// `--mysql-connect-timeout`: the longest a login may take.
+    pub connect_timeout: std::time::Duration,
+    /// `--mysql-net-read-timeout`: the longest a half-sent command may stall.
+    pub net_read_timeout: std::time::Duration,
 }
 
 impl Proxy {
@@ -50,6 +54,8 @@ impl Proxy {
             cache: start::start(cfg)?,
             backend_up: std::sync::atomic::AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
+            connect_timeout: cfg.connect_timeout,
+            net_read_timeout: cfg.net_read_timeout,
         })
     }
 

@@ -11,18 +11,39 @@ use tokio::net::TcpStream;
 /// Largest message accepted from a client or a backend (MySQL's `max_allowed_packet` maximum).
 pub const MAX_MESSAGE: usize = 1 << 30;
 
+/// Largest message accepted from a client before it has logged in: a handshake response
+/// holds a user name, at most 255 bytes of auth data, a database, a plugin name and at
+/// most 64 KiB of connection attributes. A larger claim is refused from its header, before
+/// anything is buffered.
+pub const MAX_LOGIN_MESSAGE: usize = 128 * 1024;
+
 /// A TCP connection and the bytes read from it but not consumed yet.
 pub struct Wire {
     /// The socket.
     pub sock: TcpStream,
     buf: Vec<u8>,
     start: usize,
+    /// Largest message [`Wire::message_len`] accepts.
+    limit: usize,
+    /// Once part of a message is buffered, the longest wait for more of it.
+    read_timeout: Option<std::time::Duration>,
 }
 
 impl Wire {
     /// Wraps a connected socket.
     pub fn new(sock: TcpStream) -> Wire {
-        Wire { sock, buf: Vec::with_capacity(16 * 1024), start: 0 }
+        Wire { sock, buf: Vec::with_capacity(16 * 1024), start: 0, limit: MAX_MESSAGE, read_timeout: None }
+    }
+
+    /// Accept messages of at most `limit` bytes (larger ones are `InvalidData` errors).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Give up on a half-received message (`TimedOut`) when no more of it arrives within
+    /// `t`. Waiting for the first byte of a message is not bounded by it.
+    pub fn set_read_timeout(&mut self, t: std::time::Duration) {
+        self.read_timeout = Some(t);
     }
 
     /// The unconsumed bytes.
@@ -61,9 +82,14 @@ impl Wire {
     /// [`Wire::consume`]s that length.
     pub async fn message_len(&mut self) -> io::Result<usize> {
         loop {
-            match parse_message(self.buffered(), MAX_MESSAGE) {
+            match parse_message(self.buffered(), self.limit) {
                 Ok(Some((_, used))) => return Ok(used),
-                Ok(None) => self.fill().await?,
+                Ok(None) => match self.read_timeout {
+                    Some(t) if !self.buffered().is_empty() => tokio::time::timeout(t, self.fill())
+                        .await
+                        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "a half-sent message stalled"))??,
+                    _ => self.fill().await?,
+                },
                 Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
             }
         }
@@ -71,7 +97,7 @@ impl Wire {
 
     /// The whole buffered message of `len` bytes (see [`Wire::message_len`]), parsed.
     pub fn message(&self, len: usize) -> Message<'_> {
-        match parse_message(&self.buffered()[..len], MAX_MESSAGE) {
+        match parse_message(&self.buffered()[..len], self.limit) {
             Ok(Some((m, _))) => m,
             // message_len checked these bytes already.
             _ => Message { first_seq: 0, last_seq: 0, payload: std::borrow::Cow::Borrowed(&[]) },
