@@ -35,6 +35,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut proto = match shared.cfg.protocol {
+        // With -Y every connection starts with the ASCII authentication exchange.
+        _ if shared.auth.is_some() => Some(Proto::Text(TextState::default())),
         Protocol::Ascii => Some(Proto::Text(TextState::default())),
         Protocol::Binary => Some(Proto::Binary(BinaryState::default())),
         Protocol::Auto => None,

@@ -5,6 +5,7 @@
 //! in-memory store (and, below it, a storage tier).
 
 mod admin;
+mod auth;
 mod binary;
 mod check;
 mod config;
@@ -76,6 +77,16 @@ fn run(cfg: Config) -> std::io::Result<()> {
     });
     let disk = persistence::open(&cfg, &mut engine).map_err(std::io::Error::other)?;
     let mut shared = Shared::new(cfg.clone(), engine, disk.clone());
+    if let Some(path) = &cfg.auth_file {
+        match auth::AuthFile::load(path) {
+            Ok(a) => shared.auth = Some(Arc::new(a)),
+            Err(e) => {
+                // memcached's message and exit status.
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+    }
     if let Some(path) = &cfg.containers {
         match containers::load(path, &shared.engine, cfg.metrics_listen.is_some()) {
             Ok(sql) => shared.sql = Some(Arc::new(sql)),
@@ -108,7 +119,9 @@ fn run(cfg: Config) -> std::io::Result<()> {
                 let l = listen::bind_tcp(addr, cfg.backlog)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
                 log::info!("listening on TCP {addr} (memcached text, meta and binary protocols)");
-                warn_if_open(addr, "TCP");
+                if shared.auth.is_none() {
+                    warn_if_open(addr, "TCP");
+                }
                 let (s, w) = (shared.clone(), workers.clone());
                 threads.push(
                     std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?,
@@ -140,8 +153,13 @@ fn run(cfg: Config) -> std::io::Result<()> {
     if let Some(pidfile) = &cfg.pidfile {
         std::fs::write(pidfile, format!("{}\n", std::process::id()))?;
     }
+    let auth = shared.auth.clone();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
-        unix::wait_for_signal();
+        unix::wait_for_signal(|| {
+            if let Some(auth) = &auth {
+                auth.reload();
+            }
+        });
         let _ = tx.send(());
     })?;
     log::info!(
@@ -204,7 +222,7 @@ fn warn_if_open(addr: std::net::SocketAddr, proto: &str) {
     }
 }
 
-/// Block SIGINT/SIGTERM in every thread so that one thread can wait for them.
+/// Block SIGINT/SIGTERM/SIGHUP in every thread so that one thread can wait for them.
 fn block_signals() {
     // SAFETY: plain libc signal-mask calls on a zero-initialised sigset_t.
     unsafe {
@@ -212,6 +230,7 @@ fn block_signals() {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }

@@ -74,6 +74,8 @@ pub struct Shared {
     pub sql: Option<Arc<crate::containers::Sql>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
     pub mysql: Option<Arc<crate::mysql::Proxy>>,
+    /// memcached's ASCII authentication, with `-Y FILE`.
+    pub auth: Option<Arc<crate::auth::AuthFile>>,
 }
 
 impl Shared {
@@ -99,6 +101,7 @@ impl Shared {
             disk,
             sql: None,
             mysql: None,
+            auth: None,
         }
     }
 

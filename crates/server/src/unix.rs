@@ -107,15 +107,23 @@ impl Daemon {
     }
 }
 
-/// Block until SIGINT or SIGTERM arrives (they are blocked in every thread).
-pub fn wait_for_signal() {
-    // SAFETY: sigwait on a set we build here; the signals are blocked process-wide.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
+/// Block until SIGINT or SIGTERM arrives (they are blocked in every thread); each SIGHUP
+/// meanwhile calls `on_hup` (memcached reloads its `-Y` file then).
+pub fn wait_for_signal(on_hup: impl Fn()) {
+    loop {
         let mut sig = 0;
-        libc::sigwait(&set, &mut sig);
+        // SAFETY: sigwait on a set we build here; the signals are blocked process-wide.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::sigwait(&set, &mut sig);
+        }
+        if sig != libc::SIGHUP {
+            return;
+        }
+        on_hup();
     }
 }

@@ -1,6 +1,7 @@
 //! The classic text protocol (memcached's `proto_text.c`): framing, tokenizing and
 //! parsing a command line into a [`Command`]. Replies are in [`reply`].
 
+pub mod auth;
 mod command;
 mod frame;
 pub mod reply;

@@ -41,6 +41,8 @@ pub struct Config {
     pub listen: Vec<String>,
     /// Unix socket path (`-s`); disables network listeners.
     pub unix_socket: Option<String>,
+    /// `-Y FILE`: memcached's ASCII authentication with this `user:password` file.
+    pub auth_file: Option<String>,
     /// Unix socket permissions (`-a`, octal).
     pub unix_mask: u32,
     /// Allow the `shutdown` command (`-A`).
@@ -116,6 +118,7 @@ impl Default for Config {
             udp_port: 0,
             listen: Vec::new(),
             unix_socket: None,
+            auth_file: None,
             unix_mask: 0o700,
             enable_shutdown: false,
             memory_limit: 64 * 1024 * 1024,
@@ -414,9 +417,7 @@ impl Config {
                 Short('S') | Long("enable-sasl") => {
                     return Err("-S: SASL authentication is not supported by sqlcached".into())
                 }
-                Short('Y') | Long("auth-file") => {
-                    return Err("-Y: ASCII authentication is not supported by sqlcached".into())
-                }
+                Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),
                 Short('Z') | Long("enable-ssl") => return Err("-Z: TLS is not supported by sqlcached".into()),
                 Short('e') | Long("memory-file") => {
                     return Err("-e: memory files are not supported by sqlcached".into())
@@ -437,6 +438,12 @@ impl Config {
                 .into());
         }
         c.mysql.validate()?;
+        if c.auth_file.is_some() && c.udp_port != 0 {
+            return Err("Cannot use UDP with ascii authentication enabled (-U 0 to disable)".into());
+        }
+        if c.auth_file.is_some() && c.protocol == Protocol::Binary {
+            return Err("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.".into());
+        }
         if !st.item_size_set {
             c.item_size_max = 1024 * 1024;
         }
@@ -483,6 +490,8 @@ fn usage() -> String {
 -B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto)
 -I, --max-item-size=<num> adjusts max item size (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable flush_all command
+-Y, --auth-file=<file>    (EXPERIMENTAL) enable ASCII protocol authentication. format:
+                          user:pass\nuser2:pass2\n (reloaded on SIGHUP)
 -D, --prefix-delimiter=<char> delimiter between key prefixes and IDs for 'stats detail'
 -o, --extended            comma separated list of extended options:
    - idle_timeout:        timeout for idle connections (default: 0, no timeout)

@@ -62,6 +62,9 @@ pub fn reset(ctx: &Ctx<'_>) {
     if let Some(sql) = &ctx.shared.sql {
         sql.reset_stats();
     }
+    if let Some(auth) = &ctx.shared.auth {
+        auth.reset();
+    }
 }
 
 /// The `stats [sub]` reports made of figures (general, `settings`, `items`, `slabs`,
@@ -141,8 +144,11 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
     sink.stat("touch_misses", Kind::Counter, &i.touch_misses);
     sink.stat("store_too_large", Kind::Counter, &i.store_too_large);
     sink.stat("store_no_memory", Kind::Counter, &i.store_no_memory);
-    sink.stat("auth_cmds", Kind::Counter, &0);
-    sink.stat("auth_errors", Kind::Counter, &0);
+    let auth = |f: fn(&crate::auth::AuthFile) -> &std::sync::atomic::AtomicU64| {
+        sh.auth.as_deref().map_or(0, |a| f(a).load(Ordering::Relaxed))
+    };
+    sink.stat("auth_cmds", Kind::Counter, &auth(|a| &a.cmds));
+    sink.stat("auth_errors", Kind::Counter, &auth(|a| &a.errors));
     sink.stat("bytes_read", Kind::Counter, &sh.sum(|w| &w.bytes_read));
     sink.stat("bytes_written", Kind::Counter, &sh.sum(|w| &w.bytes_written));
     sink.stat("limit_maxbytes", Kind::Gauge, &e.limit_maxbytes);
@@ -195,7 +201,8 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("tcp_backlog", &c.backlog);
     s("binding_protocol", &c.protocol);
     s("auth_enabled_sasl", &"no");
-    s("auth_enabled_ascii", &"no");
+    // memcached shows the file's path here when -Y is on.
+    s("auth_enabled_ascii", &shared.auth.as_ref().map_or("no", |a| a.path.as_str()));
     s("item_size_max", &c.item_size_max);
     s("maxconns_fast", &"yes");
     s("flush_enabled", &yn(!c.disable_flush_all));

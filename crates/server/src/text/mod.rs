@@ -4,6 +4,7 @@
 
 mod admin;
 mod arith;
+mod auth;
 mod delete;
 mod retrieval;
 mod storage;
@@ -24,12 +25,23 @@ use protocol_memcache::meta::MetaCmd;
 pub struct TextState {
     /// Bytes of an unwanted data block still to discard (memcached's `conn_swallow`).
     pub swallow: usize,
+    /// With `-Y`: where the connection is in the authentication exchange.
+    pub auth: auth::Gate,
 }
 
 /// Run as many complete commands from `buf` as allowed by `budget`.
 /// Returns the bytes consumed and what to do next.
 pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>, budget: &mut usize) -> (usize, Flow) {
     let mut pos = 0;
+    if let Some(file) = &ctx.shared.auth {
+        if !st.auth.done {
+            let (used, flow) = st.auth.run(buf, file, out);
+            if flow != Flow::Continue || !st.auth.done {
+                return (used, flow);
+            }
+            pos = used;
+        }
+    }
     let max_line = ctx.shared.cfg.item_size_max.max(1 << 20);
     while *budget > 0 {
         if st.swallow > 0 {
