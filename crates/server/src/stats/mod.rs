@@ -53,6 +53,7 @@ pub fn execute(args: &Tokens<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
 pub fn reset(ctx: &Ctx<'_>) {
     ctx.shared.engine.reset_stats();
     ctx.shared.reset_stats();
+    ctx.shared.detail.clear();
     if let Some(proxy) = &ctx.shared.mysql {
         proxy.counters.reset();
         if let Some(cache) = &proxy.cache {
@@ -195,7 +196,7 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("shutdown_command", &yn(c.enable_shutdown));
     s("num_threads", &c.threads);
     s("stat_key_prefix", &c.prefix_delimiter);
-    s("detail_enabled", &"no");
+    s("detail_enabled", &yn(shared.detail.enabled()));
     s("reqs_per_event", &c.reqs_per_event);
     s("cas_enabled", &yn(!c.disable_cas));
     s("tcp_backlog", &c.backlog);
