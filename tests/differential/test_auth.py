@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.servers import (free_port, memcached_argv, sqlcached_argv, start_memcached,  # noqa: E402
-                             start_sqlcached)
+from harness.servers import (chunked_session, free_port, memcached_argv, sqlcached_argv,  # noqa: E402
+                             start_memcached, start_sqlcached)
 
 # Each session: chunks sent one at a time, the reply read after each (a short pause lets
 # both servers answer everything they will answer).
@@ -40,24 +40,7 @@ SESSIONS = [
 
 
 def run_session(port, chunks):
-    out = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.settimeout(0.25)
-        for c in chunks:
-            s.sendall(c)
-            time.sleep(0.1)
-            got = b""
-            try:
-                while True:
-                    part = s.recv(65536)
-                    if not part:
-                        got += b"<closed>"
-                        break
-                    got += part
-            except socket.timeout:
-                pass
-            out.append(got)
-    return out
+    return chunked_session(port, chunks)
 
 
 @pytest.fixture(scope="module")

@@ -1,35 +1,17 @@
 """`stats detail` (on, off, dump, the -D delimiter) and `stats reset` clearing it, byte for
 byte against Debian's memcached 1.6.18 (issue 12, item 6): the same commands on both, the
 same dump (memcached's order: by bucket of its 256-bucket prefix table, newest first)."""
-import socket
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.servers import start_memcached, start_sqlcached  # noqa: E402
+from harness.servers import chunked_session, start_memcached, start_sqlcached  # noqa: E402
 
 
 def session(port, chunks):
-    out = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.settimeout(0.25)
-        for c in chunks:
-            s.sendall(c)
-            time.sleep(0.08)
-            got = b""
-            try:
-                while True:
-                    part = s.recv(65536)
-                    if not part:
-                        break
-                    got += part
-            except socket.timeout:
-                pass
-            out.append(got)
-    return out
+    return chunked_session(port, chunks, pause=0.08)
 
 
 WORKLOAD = (b"set a:1 0 0 1\r\nx\r\nget a:1 a:2 b:1 nokey\r\ndelete a:1\r\ndelete zz:9\r\n"

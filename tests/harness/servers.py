@@ -211,3 +211,27 @@ def start_pair(*args: str):
         sq.stop()
         raise
     return mc, sq
+
+
+def chunked_session(port: int, chunks, pause: float = 0.1) -> list:
+    """Send each chunk of bytes on one connection and collect what the server answered to it
+    (read until it stays quiet for 0.25 s after a `pause`); `<closed>` marks a close. For
+    comparing two servers reply by reply, quirks of batching included."""
+    out = []
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.settimeout(0.25)
+        for c in chunks:
+            s.sendall(c)
+            time.sleep(pause)
+            got = b""
+            try:
+                while True:
+                    part = s.recv(65536)
+                    if not part:
+                        got += b"<closed>"
+                        break
+                    got += part
+            except socket.timeout:
+                pass
+            out.append(got)
+    return out

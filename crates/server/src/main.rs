@@ -210,7 +210,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     std::process::exit(0);
 }
 
-/// Safe defaults: the memcached protocols have no authentication in sqlcached yet, so a
+/// Safe defaults: without `-Y` the memcached protocols have no authentication, so a
 /// listener reachable from other hosts is said at start, at the default level.
 fn warn_if_open(addr: std::net::SocketAddr, proto: &str) {
     if !addr.ip().is_loopback() {
@@ -224,15 +224,9 @@ fn warn_if_open(addr: std::net::SocketAddr, proto: &str) {
 
 /// Block SIGINT/SIGTERM/SIGHUP in every thread so that one thread can wait for them.
 fn block_signals() {
-    // SAFETY: plain libc signal-mask calls on a zero-initialised sigset_t.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGHUP);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
+    let set = unix::handled_signals();
+    // SAFETY: a valid signal set; the old mask is not asked for.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
 
 mod unix;

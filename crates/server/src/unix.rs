@@ -107,20 +107,27 @@ impl Daemon {
     }
 }
 
+/// The signals the server handles itself: SIGINT and SIGTERM stop it, SIGHUP reloads.
+pub fn handled_signals() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage; sigemptyset/sigaddset initialise it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        set
+    }
+}
+
 /// Block until SIGINT or SIGTERM arrives (they are blocked in every thread); each SIGHUP
 /// meanwhile calls `on_hup` (memcached reloads its `-Y` file then).
 pub fn wait_for_signal(on_hup: impl Fn()) {
+    let set = handled_signals();
     loop {
         let mut sig = 0;
-        // SAFETY: sigwait on a set we build here; the signals are blocked process-wide.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::sigaddset(&mut set, libc::SIGHUP);
-            libc::sigwait(&set, &mut sig);
-        }
+        // SAFETY: sigwait on a valid set whose signals are blocked process-wide.
+        unsafe { libc::sigwait(&set, &mut sig) };
         if sig != libc::SIGHUP {
             return;
         }
