@@ -196,7 +196,8 @@ fn malformed(digest: &[u8], toks: &[Token]) -> Kind {
     }
 }
 
-fn write_all() -> Kind {
+/// A write that may change anything: everything is invalidated before its OK.
+pub(crate) fn write_all() -> Kind {
     Kind::Write(WriteInfo { targets: Targets::All, keys: None, ddl: false })
 }
 

@@ -103,9 +103,13 @@ pub(crate) fn analyze_set(digest: &[u8], toks: &[Token]) -> Kind {
         if word(digest, first, "ROLE") {
             return Kind::Untrackable("SET ROLE");
         }
-        if word(digest, first, "PASSWORD") || (word(digest, first, "DEFAULT") && word(digest, item.get(i + 1), "ROLE"))
-        {
-            continue;
+        if word(digest, first, "DEFAULT") && word(digest, item.get(i + 1), "ROLE") {
+            // Another login of that user may now run without the role: what was cached
+            // with it must go before the OK (the binlog would only say so later).
+            return crate::analyze::write_all();
+        }
+        if word(digest, first, "PASSWORD") {
+            continue; // sessions keep their privileges; logins are never cached
         }
         let charset_item = if word(digest, first, "NAMES") {
             Some(("names", i + 1))
