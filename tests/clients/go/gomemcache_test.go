@@ -456,8 +456,10 @@ func TestExpiration(t *testing.T) {
 			t.Fatalf("Set(%s, exp %d): %v", k, exp, err)
 		}
 	}
-	set("exp:rel1", 1)
-	set("exp:abs", int32(time.Now().Unix()+1)) // absolute Unix time
+	// Two seconds, not one: memcached's clock ticks once a second, so an item set with 1
+	// may already be expired by the next tick a few milliseconds later (memcached too).
+	set("exp:rel1", 2)
+	set("exp:abs", int32(time.Now().Unix()+2)) // absolute Unix time
 	set("exp:never", 0)
 	set("exp:long", 3600)
 	wantValue(t, c, "exp:rel1", "v")
@@ -467,7 +469,7 @@ func TestExpiration(t *testing.T) {
 	set("exp:neg", -1)
 	wantMiss(t, c, "exp:neg")
 
-	time.Sleep(2100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	wantMiss(t, c, "exp:rel1")
 	wantMiss(t, c, "exp:abs")
 	wantValue(t, c, "exp:never", "v")
