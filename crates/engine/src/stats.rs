@@ -26,6 +26,12 @@ pub trait StatSink {
     /// (its replies carry the same counts under flat names, or not at all), so by default a
     /// sink ignores families.
     fn family(&mut self, _name: &str, _help: &str, _series: &[Series]) {}
+
+    /// Whether [`StatSink::family`] is used: producers skip building costly families
+    /// (sorted top-N tables) for sinks that would drop them.
+    fn wants_families(&self) -> bool {
+        false
+    }
 }
 
 /// The value of one labeled series.

@@ -99,9 +99,9 @@ impl AuthFile {
 /// Read and parse the file, saying what a reader should know.
 fn read(path: &str) -> Result<Vec<Entry>, String> {
     let text = std::fs::read(path).map_err(|e| {
-        let reason = std::io::Error::from(e.kind()).to_string();
-        let reason = e.raw_os_error().map_or(reason, |n| std::io::Error::from_raw_os_error(n).to_string());
-        let reason = reason.split(" (os error").next().unwrap_or("").to_string();
+        // strerror's text, as memcached prints it (without Rust's " (os error N)").
+        let e = e.to_string();
+        let reason = e.split(" (os error").next().unwrap_or_default();
         format!("Could not open authfile [{path}] for reading, error {reason}: {reason}")
     })?;
     let (entries, ignored) =

@@ -114,6 +114,10 @@ impl StatSink for Sink<'_> {
             self.result = self.encode_family(name, help, series);
         }
     }
+
+    fn wants_families(&self) -> bool {
+        true
+    }
 }
 
 impl Sink<'_> {

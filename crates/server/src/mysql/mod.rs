@@ -96,7 +96,7 @@ impl Proxy {
             cache.write_stats(sink);
         }
         self.counters.write(sink);
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache.as_ref().filter(|_| sink.wants_families()) {
             digest_metrics::write(&cache.qc, sink);
         }
     }
