@@ -175,6 +175,8 @@ async fn unacknowledged<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, 
 
 async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {
     sock.write_all(out).await?;
+    // A TLS stream sends its records here (a no-op for plain sockets).
+    sock.flush().await?;
     worker.bytes_written.fetch_add(out.len() as u64, Ordering::Relaxed);
     out.clear();
     Ok(())

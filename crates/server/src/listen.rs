@@ -12,11 +12,20 @@ use crate::shared::Shared;
 use crate::workers::{Incoming, Workers};
 
 /// The addresses to listen on for TCP or UDP: each `-l` entry (`host`, `host:port`,
-/// `[v6]:port`), or all interfaces.
-pub fn addresses(listen: &[String], port: u16) -> std::io::Result<Vec<SocketAddr>> {
+/// `[v6]:port`, any of them after memcached's `notls:` prefix), or all interfaces; with
+/// whether TLS applies (`-Z` and no `notls:`).
+pub fn addresses(listen: &[String], port: u16, tls: bool) -> std::io::Result<Vec<(SocketAddr, bool)>> {
     let mut out = Vec::new();
     let specs: Vec<String> = if listen.is_empty() { vec!["0.0.0.0".into()] } else { listen.to_vec() };
     for spec in specs {
+        if !tls && spec.starts_with(crate::config::tls::NOTLS_PREFIX) {
+            // memcached's words (and, through main, its exit status 71).
+            return Err(std::io::Error::other(format!(
+                "'notls' option is valid only when SSL is enabled\nfailed to listen on one of interface(s) {spec}"
+            )));
+        }
+        let (spec, tls) = crate::config::tls::listener_tls(&spec, tls);
+        let spec = spec.to_string();
         let with_port = if spec.starts_with('[') {
             if spec.contains("]:") {
                 spec.clone()
@@ -30,7 +39,7 @@ pub fn addresses(listen: &[String], port: u16) -> std::io::Result<Vec<SocketAddr
         } else {
             format!("{spec}:{port}")
         };
-        out.extend(with_port.to_socket_addrs()?);
+        out.extend(with_port.to_socket_addrs()?.map(|a| (a, tls)));
     }
     Ok(out)
 }
@@ -69,8 +78,8 @@ fn over_limit(shared: &Shared) -> bool {
 
 const TOO_MANY: &[u8] = b"ERROR Too many open connections\r\n";
 
-/// Accept TCP connections forever on this thread.
-pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
+/// Accept TCP connections forever on this thread; `tls`: they start with a TLS handshake.
+pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<Workers>) {
     let local = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default();
     loop {
         match l.accept() {
@@ -82,7 +91,8 @@ pub fn accept_tcp(l: TcpListener, shared: Arc<Shared>, workers: Arc<Workers>) {
                     let _ = s.write_all(TOO_MANY);
                     continue;
                 }
-                workers.dispatch(&shared, Incoming::Tcp(s), format!("tcp:{peer}"), local.clone());
+                let sock = if tls { Incoming::Tls(s) } else { Incoming::Tcp(s) };
+                workers.dispatch(&shared, sock, format!("tcp:{peer}"), local.clone());
             }
             Err(e) => {
                 log::debug!("accept(): {e}");

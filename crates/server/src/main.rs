@@ -25,6 +25,7 @@ mod sqlfront;
 mod stats;
 mod text;
 mod timing;
+mod tls;
 mod udp;
 mod workers;
 
@@ -51,9 +52,9 @@ fn main() {
             return;
         }
         Ok(Action::Check(c)) => std::process::exit(if check::run(&c) { 0 } else { EX_CONFIG }),
-        Err(e) => {
+        Err((e, status)) => {
             eprintln!("{e}");
-            std::process::exit(EX_USAGE);
+            std::process::exit(status);
         }
     };
     if let Err(e) = run(cfg) {
@@ -87,6 +88,17 @@ fn run(cfg: Config) -> std::io::Result<()> {
             }
         }
     }
+    if cfg.tls.enabled {
+        match tls::Tls::new(&cfg.tls, shared.engine.clock().now()) {
+            Ok(t) => shared.tls = Some(Arc::new(t)),
+            Err(e) => {
+                // memcached's message and exit status (EX_USAGE).
+                eprintln!("{e}");
+                std::process::exit(EX_USAGE);
+            }
+        }
+        tls::explain(&cfg.tls);
+    }
     if let Some(path) = &cfg.containers {
         match containers::load(path, &shared.engine, cfg.metrics_listen.is_some()) {
             Ok(sql) => shared.sql = Some(Arc::new(sql)),
@@ -115,21 +127,25 @@ fn run(cfg: Config) -> std::io::Result<()> {
         );
     } else {
         if cfg.port != 0 {
-            for addr in listen::addresses(&cfg.listen, cfg.port)? {
+            for (addr, tls) in listen::addresses(&cfg.listen, cfg.port, cfg.tls.enabled)? {
                 let l = listen::bind_tcp(addr, cfg.backlog)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on TCP {addr}: {e}")))?;
-                log::info!("listening on TCP {addr} (memcached text, meta and binary protocols)");
-                if shared.auth.is_none() {
+                let over = if tls { "over TLS" } else { "in clear" };
+                log::info!("listening on TCP {addr} (memcached text, meta and binary protocols, {over})");
+                let client_certs = tls && shared.tls.as_ref().is_some_and(|t| t.requires_client_certs());
+                if shared.auth.is_none() && !client_certs {
                     warn_if_open(addr, "TCP");
                 }
                 let (s, w) = (shared.clone(), workers.clone());
                 threads.push(
-                    std::thread::Builder::new().name("accept".into()).spawn(move || listen::accept_tcp(l, s, w))?,
+                    std::thread::Builder::new()
+                        .name("accept".into())
+                        .spawn(move || listen::accept_tcp(l, tls, s, w))?,
                 );
             }
         }
         if cfg.udp_port != 0 {
-            for addr in listen::addresses(&cfg.listen, cfg.udp_port)? {
+            for (addr, _) in listen::addresses(&cfg.listen, cfg.udp_port, cfg.tls.enabled)? {
                 let sock = std::net::UdpSocket::bind(addr)
                     .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}")))?;
                 log::info!("listening on UDP {addr}");

@@ -76,6 +76,8 @@ pub struct Shared {
     pub mysql: Option<Arc<crate::mysql::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.
     pub auth: Option<Arc<crate::auth::AuthFile>>,
+    /// TLS on the TCP listeners, with `-Z`.
+    pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ impl Shared {
             sql: None,
             mysql: None,
             auth: None,
+            tls: None,
         }
     }
 

@@ -13,6 +13,8 @@ use crate::shared::{ConnInfo, Shared};
 pub enum Incoming {
     /// A TCP connection.
     Tcp(std::net::TcpStream),
+    /// A TCP connection on a `-Z` listener: TLS handshake first.
+    Tls(std::net::TcpStream),
     /// A Unix-domain connection.
     Unix(std::os::unix::net::UnixStream),
 }
@@ -66,6 +68,12 @@ impl Workers {
                                         }
                                     }
                                 }
+                                Incoming::Tls(s) => {
+                                    let _ = s.set_nodelay(true);
+                                    if let Some(s) = tls_handshake(s, &shared).await {
+                                        conn::serve(s, shared.clone(), stats, info).await;
+                                    }
+                                }
                                 Incoming::Unix(s) => {
                                     if s.set_nonblocking(true).is_ok() {
                                         if let Ok(s) = tokio::net::UnixStream::from_std(s) {
@@ -90,7 +98,7 @@ impl Workers {
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
         use std::os::fd::AsRawFd;
         let fd = match &sock {
-            Incoming::Tcp(s) => s.as_raw_fd(),
+            Incoming::Tcp(s) | Incoming::Tls(s) => s.as_raw_fd(),
             Incoming::Unix(s) => s.as_raw_fd(),
         };
         let info = Arc::new(ConnInfo {
@@ -109,4 +117,36 @@ impl Workers {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
         let _ = self.senders[i].send(Job::Mysql(sock, proxy));
     }
+}
+
+/// The TLS handshake of a `-Z` connection, within `-o idle_timeout` when one is set. A
+/// client that fails it is reset (SO_LINGER 0), as memcached's close of a socket with
+/// unread bytes resets it.
+async fn tls_handshake(
+    s: std::net::TcpStream,
+    shared: &Shared,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
+    let tls = shared.tls.as_ref()?;
+    s.set_nonblocking(true).ok()?;
+    let s = tokio::net::TcpStream::from_std(s).ok()?;
+    let reset = |s: &tokio::net::TcpStream| {
+        let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
+    };
+    let handshake = async {
+        // A client speaking plain memcached on a TLS port (its first byte is not a TLS
+        // handshake record) is reset without a TLS alert, as OpenSSL does in memcached.
+        let mut first = [0u8; 1];
+        if s.peek(&mut first).await.ok()? == 1 && first[0] != crate::tls::HANDSHAKE_RECORD {
+            tls.handshake_errors.fetch_add(1, Ordering::Relaxed);
+            reset(&s);
+            return None;
+        }
+        tls.accept(s, reset).await
+    };
+    let stream = match shared.cfg.idle_timeout {
+        0 => handshake.await,
+        secs => tokio::time::timeout(std::time::Duration::from_secs(secs), handshake).await.ok().flatten(),
+    }?;
+    let _ = socket2::SockRef::from(stream.get_ref().0).set_linger(None);
+    Some(stream)
 }

@@ -124,6 +124,11 @@ pub enum Command<'a> {
     },
     /// A meta command (`mg`, `ms`, `md`, `ma`, `mn`, `me`).
     Meta(MetaRequest<'a>),
+    /// `refresh_certs [...] [noreply]`: reload the TLS certificate and key (any tokens).
+    RefreshCerts {
+        /// Suppress the `OK` (an error is still sent, as memcached does).
+        noreply: bool,
+    },
 }
 
 /// A command line memcached refuses, with the reply it sends.
@@ -262,6 +267,7 @@ pub fn parse(line: &[u8]) -> Result<Command<'_>, ParseError> {
             Ok(Command::FlushAll { delay, noreply })
         }
         b"version" => Ok(Command::Version),
+        b"refresh_certs" => Ok(Command::RefreshCerts { noreply }),
         b"quit" => Ok(Command::Quit),
         b"shutdown" => Ok(Command::Shutdown {
             mode: match (t.len(), t.get(1)) {

@@ -2,12 +2,13 @@
 //!
 //! Flags that only tune memcached's slab allocator or LRU threads (`-f`, `-n`, `-L`,
 //! `-o slab_*`, `-o hot_lru_pct`, ...) are accepted and ignored: sqlcached has no slab
-//! allocator. Features sqlcached does not have (SASL, TLS, memory files, ...) are refused
+//! allocator. Features sqlcached does not have (SASL, memory files, ...) are refused
 //! with a message rather than silently ignored.
 
 use std::fmt;
 
 pub mod file;
+pub mod tls;
 
 /// Which protocols a connection may speak (`-B`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +110,8 @@ pub struct Config {
     pub daemonize: bool,
     /// `--metrics-listen ADDR`: the admin HTTP endpoint (`/metrics`).
     pub metrics_listen: Option<String>,
+    /// `-Z` and `-o ssl_*`: TLS on the memcached TCP listeners.
+    pub tls: tls::TlsConfig,
 }
 
 impl Default for Config {
@@ -152,6 +155,7 @@ impl Default for Config {
             log_format: Default::default(),
             daemonize: false,
             metrics_listen: None,
+            tls: Default::default(),
         }
     }
 }
@@ -176,7 +180,12 @@ struct ParseState {
     /// The command line gave `-l` / `-v` already (which replace the file's, not add to them).
     cli_listen: bool,
     cli_verbose: bool,
+    /// The error is a bad `-o` sub-option (memcached exits 1 for those).
+    extended_error: bool,
 }
+
+/// memcached's exit status for bad usage.
+const EX_USAGE: i32 = 64;
 
 /// Parse a size with an optional k/m/g suffix, as memcached's `-I`.
 pub fn parse_size(s: &str) -> Option<usize> {
@@ -238,11 +247,16 @@ const NOOP_EXTENDED: &[&str] = &[
 
 impl Config {
     /// Parse `argv` (without the program name), with the settings of `--config FILE` under
-    /// the command line's.
-    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Action, String> {
+    /// the command line's. An error comes with the exit status memcached uses for it: 1 for
+    /// a bad `-o` sub-option, `EX_USAGE` (64) for the rest.
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Action, (String, i32)> {
+        let mut st = ParseState::default();
+        Self::parse(args, &mut st).map_err(|msg| (msg, if st.extended_error { 1 } else { EX_USAGE }))
+    }
+
+    fn parse(args: impl IntoIterator<Item = String>, st: &mut ParseState) -> Result<Action, String> {
         let (path, check, args) = file::split_args(args.into_iter().collect())?;
         let mut c = Config::default();
-        let mut st = ParseState::default();
         if let Some(path) = &path {
             for e in file::read(path)? {
                 // Check each key alone first, so an error names its line.
@@ -252,15 +266,15 @@ impl Config {
                     Ok(Some(_)) => return Err(at("not a setting".into())),
                     Ok(None) => {}
                 }
-                c.apply(e.tokens, &mut st)?;
+                c.apply(e.tokens, st)?;
             }
             st.cli_over_file = true;
             c.config_file = Some(path.clone());
         }
-        if let Some(action) = c.apply(args, &mut st)? {
+        if let Some(action) = c.apply(args, st)? {
             return Ok(action);
         }
-        c.finish(&st)?;
+        c.finish(st)?;
         Ok(if check { Action::Check(Box::new(c)) } else { Action::Run(Box::new(c)) })
     }
 
@@ -371,12 +385,17 @@ impl Config {
                 | Long("disable-watch") => {}
                 Short('o') | Long("extended") => {
                     for opt in val(&mut p)?.split(',') {
+                        st.extended_error = true;
                         let (name, value) = opt.split_once('=').unwrap_or((opt, ""));
                         match name.trim() {
                             "idle_timeout" => c.idle_timeout = num("idle_timeout", value)?,
+                            n if tls::OPTIONS.contains(&n) => {
+                                c.tls.set(n, opt.split_once('=').map(|(_, v)| v))?;
+                            }
                             n if NOOP_EXTENDED.contains(&n) => {}
                             n => return Err(format!("Illegal suboption \"{n}\"")),
                         }
+                        st.extended_error = false;
                     }
                 }
                 Long("data-dir") => c.data_dir = Some(val(&mut p)?),
@@ -418,7 +437,7 @@ impl Config {
                     return Err("-S: SASL authentication is not supported by sqlcached".into())
                 }
                 Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),
-                Short('Z') | Long("enable-ssl") => return Err("-Z: TLS is not supported by sqlcached".into()),
+                Short('Z') | Long("enable-ssl") => c.tls.enabled = true,
                 Short('e') | Long("memory-file") => {
                     return Err("-e: memory files are not supported by sqlcached".into())
                 }
@@ -443,6 +462,9 @@ impl Config {
         }
         if c.auth_file.is_some() && c.protocol == Protocol::Binary {
             return Err("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.".into());
+        }
+        if c.tls.enabled && c.port == 0 {
+            return Err("ERROR: You cannot enable SSL without a TCP port.".into());
         }
         if !st.item_size_set {
             c.item_size_max = 1024 * 1024;
@@ -493,8 +515,25 @@ fn usage() -> String {
 -Y, --auth-file=<file>    (EXPERIMENTAL) enable ASCII protocol authentication. format:
                           user:pass\nuser2:pass2\n (reloaded on SIGHUP)
 -D, --prefix-delimiter=<char> delimiter between key prefixes and IDs for 'stats detail'
+-Z, --enable-ssl          enable TLS/SSL on the TCP listeners; 'notls' prefix can be used
+                          to disable it for specific listeners (-l notls:<ip>:<port>)
 -o, --extended            comma separated list of extended options:
    - idle_timeout:        timeout for idle connections (default: 0, no timeout)
+   - ssl_chain_cert:      certificate chain file in PEM format
+   - ssl_key:             private key file
+   - ssl_keyformat:       private key format, 1 (PEM, default) or 2 (DER)
+   - ssl_verify_mode:     peer certificate verification mode, default is 0(None).
+                          valid values are 0(None), 1(Request), 2(Require)
+                          or 3(Once)
+   - ssl_ciphers:         TLS 1.2 cipher names (OpenSSL or IANA), ':' separated
+   - ssl_ca_cert:         PEM format file of acceptable client CA's
+   - ssl_wbuf_size:       size in kilobytes of per-connection TLS output buffer
+                          (default: 16)
+   - ssl_session_cache:   enable server-side TLS session cache, to support session
+                          resumption
+   - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)
+                          valid values are 2(tlsv1.2) or 3(tlsv1.3); 0 and 1 mean
+                          tlsv1.2 (sqlcached's TLS has no TLS 1.0/1.1)
 Configuration file (sqlcached):
 --config=<file>           TOML file holding any of these settings under its long name
                           (port = 11211, listen = ["127.0.0.1"], enable-shutdown = true,

@@ -158,6 +158,14 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
     sink.stat("time_in_listen_disabled_us", Kind::Counter, &0);
     sink.stat("threads", Kind::Gauge, &sh.cfg.threads);
     sink.stat("conn_yields", Kind::Counter, &sh.sum(|w| &w.conn_yields));
+    if let Some(tls) = &sh.tls {
+        if tls.settings().session_cache {
+            sink.stat("ssl_new_sessions", Kind::Counter, &tls.new_sessions.load(Ordering::Relaxed));
+        }
+        sink.stat("ssl_handshake_errors", Kind::Counter, &tls.handshake_errors.load(Ordering::Relaxed));
+        let since = clock.now().saturating_sub(tls.refreshed_at.load(Ordering::Relaxed));
+        sink.stat("time_since_server_cert_refresh", Kind::Gauge, &since);
+    }
     sink.stat("bytes", Kind::Gauge, &e.bytes);
     sink.stat("curr_items", Kind::Gauge, &i.curr_items);
     sink.stat("total_items", Kind::Counter, &i.total_items);
@@ -209,7 +217,20 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("flush_enabled", &yn(!c.disable_flush_all));
     s("dump_enabled", &"no");
     s("idle_timeout", &c.idle_timeout);
-    s("ssl_enabled", &"no");
+    let t = &c.tls;
+    let or_null = |v: &Option<String>| v.clone().unwrap_or_else(|| "NULL".into());
+    s("ssl_enabled", &yn(t.enabled));
+    // memcached prints its (possibly NULL) strings with %s here.
+    s("ssl_chain_cert", &t.chain_cert.as_deref().unwrap_or("(null)"));
+    s("ssl_key", &t.key.as_deref().unwrap_or("(null)"));
+    s("ssl_verify_mode", &t.verify_mode_flags());
+    s("ssl_keyformat", &t.keyformat);
+    s("ssl_ciphers", &or_null(&t.ciphers));
+    s("ssl_ca_cert", &or_null(&t.ca_cert));
+    s("ssl_wbuf_size", &t.wbuf_size);
+    s("ssl_session_cache", &yn(t.session_cache));
+    s("ssl_kernel_tls", &yn(t.kernel_tls));
+    s("ssl_min_version", &t.min_version_text());
     s("eviction_policy", &"s3-fifo");
     s("engine_shards", &shared.engine.shard_count());
 }

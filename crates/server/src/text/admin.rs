@@ -1,4 +1,4 @@
-//! `flush_all`, `version`, `verbosity`, `quit`, `shutdown`, `cache_memlimit`.
+//! `flush_all`, `version`, `verbosity`, `quit`, `shutdown`, `cache_memlimit`, `refresh_certs`.
 
 use std::sync::atomic::Ordering;
 
@@ -50,6 +50,18 @@ pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 say(out, noreply, reply::OK);
             }
         }
+        Command::RefreshCerts { noreply } => match &shared.tls {
+            None => out.extend_from_slice(b"Error TLS not enabled\r\n"),
+            Some(tls) => match tls.refresh(shared.engine.clock().now()) {
+                Ok(()) => say(out, noreply, reply::OK),
+                Err(e) => {
+                    // memcached sends the error even with noreply.
+                    log::warn!("refresh_certs: {e}; the certificate in use is kept");
+                    out.extend_from_slice(e.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+            },
+        },
         _ => out.extend_from_slice(reply::ERROR),
     }
     Flow::Continue
