@@ -5,6 +5,7 @@
 #   bench/run.sh --cases "a d" --duration 15 --reps 5
 #   DURATION=5 REPS=1 CASES="b e" bench/run.sh    # env works too (flags win)
 #   SQLCACHED_BIN=/usr/bin/memcached bench/run.sh # memcached vs memcached (calibration)
+#   bench/run.sh --tls --cases b                  # over TLS: both servers -Z, loadgen --tls-ca
 #
 # Cases: a 90/10 get/set | b get only | c 10-key multiget | d pipelined gets (16 in flight)
 #        e capacity with -m 64 (100-byte values) | m memcaslap 90/10 cross-check (not default)
@@ -42,6 +43,8 @@ Flags (each also settable by the env var in capitals):
   --cap-value-size B    value size for case e                   [CAP_VALUE=$CAP_VALUE]
   --cap-max-keys N      hard cap on keys written in case e      [CAP_MAX_KEYS=$CAP_MAX_KEYS]
   --no-build            do not run cargo build                  [BUILD=$BUILD]
+  --tls                 cases a-d over TLS: openssl-made certificates, both servers -Z
+                        (ssl_chain_cert, ssl_key), every loadgen connection TLS  [TLS=$TLS]
   Binaries: SQLCACHED_BIN (default target/release/sqlcached, built with cargo if unset),
             MEMCACHED_BIN (default /usr/bin/memcached).  EXTRA_ARGS: flags added for both servers.
 EOF
@@ -59,6 +62,7 @@ INTERLEAVE="${INTERLEAVE:-slice}"
 CAP_MEM="${CAP_MEM:-64}"
 CAP_VALUE="${CAP_VALUE:-100}"
 CAP_MAX_KEYS="${CAP_MAX_KEYS:-3000000}"
+TLS="${TLS:-0}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -70,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --cap-memory) CAP_MEM="$2"; shift 2 ;;
     --cap-value-size) CAP_VALUE="$2"; shift 2 ;;
     --cap-max-keys) CAP_MAX_KEYS="$2"; shift 2 ;;
+    --tls) TLS=1; shift ;;
     *) common_flag "$@" || { echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2; }; shift "$FLAG_SHIFT" ;;
   esac
 done
@@ -95,6 +100,28 @@ if [[ " $CASES " == *" m "* ]]; then command -v memcaslap >/dev/null || die "cas
 
 # Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
 snapshot_sqlcached bench
+
+# --tls: a CA and a server certificate for 127.0.0.1, readable by memcached's -u nobody.
+LG_TLS=()
+if [[ "$TLS" == 1 ]]; then
+  for c in $CASES; do [[ "$c" =~ ^[abcd]$ ]] || die "--tls: cases a-d only (case $c reads stats in clear)"; done
+  TLS_DIR="$WORK/tls"
+  mkdir -p "$TLS_DIR"
+  (
+    cd "$TLS_DIR"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt \
+      -days 30 -subj /CN=bench-ca
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr \
+      -subj /CN=localhost
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 30 \
+      -extfile ext
+  ) >/dev/null 2>&1 || die "--tls: openssl could not make the test certificates"
+  chmod 755 "$WORK" "$TLS_DIR"
+  chmod 644 "$TLS_DIR"/*
+  EXTRA_ARGS="${EXTRA_ARGS:+$EXTRA_ARGS }-Z -o ssl_chain_cert=$TLS_DIR/server.crt,ssl_key=$TLS_DIR/server.key"
+  LG_TLS=(--tls-ca "$TLS_DIR/ca.crt")
+fi
 
 trap 'cleanup; rm -rf "${WORK:-/nonexistent}"' EXIT
 trap 'exit 130' INT TERM
@@ -125,7 +152,8 @@ measure_perf() { # CASE REP NAME...
   shift 2
   for name in "$@"; do
     if ! start_server "$name" "$SERVER_MEM"; then record "$case" "$name" "$rep" "FAILED start"; continue; fi
-    if ! out=$(lg 120 load --addr "127.0.0.1:${SRV_PORT[$name]}" --keys "$KEYS" --value-size "$VALUE_SIZE" 2>&1); then
+    if ! out=$(lg 120 load --addr "127.0.0.1:${SRV_PORT[$name]}" --keys "$KEYS" --value-size "$VALUE_SIZE" \
+        "${LG_TLS[@]}" 2>&1); then
       record "$case" "$name" "$rep" "FAILED preload: ${out//$'\n'/ }"; stop_server "$name"; continue
     fi
     ok+=("$name"); addrs+=("127.0.0.1:${SRV_PORT[$name]}"); pids+=("${SRV_PID[$name]}")
@@ -139,7 +167,7 @@ measure_perf() { # CASE REP NAME...
   read -r -a mode <<<"$(mode_args "$case")"
   if ! out=$(lg "$tmo" run --addr "$addr_list" --server-pid "$pid_list" --slice "$SLICE" \
         --conns "$CONNS" --threads "$LOADGEN_THREADS" --keys "$KEYS" --value-size "$VALUE_SIZE" \
-        --duration "$DURATION" --warmup "$WARMUP" "${mode[@]}" 2>&1); then
+        --duration "$DURATION" --warmup "$WARMUP" "${mode[@]}" "${LG_TLS[@]}" 2>&1); then
     for name in "${ok[@]}"; do
       if alive "$name"; then record "$case" "$name" "$rep" "FAILED ${out//$'\n'/ }"
       else record "$case" "$name" "$rep" "FAILED server died: ${out//$'\n'/ }"; fi
@@ -223,6 +251,7 @@ git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
   echo
   echo "- servers: memcached \`$MEMCACHED_BIN\` (${mc_ver:-?}); sqlcached \`$SQLCACHED_SRC\` (${sq_ver:-?}, sha256 $SQLCACHED_SUM…, built $SQLCACHED_MTIME); git $git_rev"
   echo "- both started with \`-l 127.0.0.1 -U 0 -t $SERVER_THREADS -m $SERVER_MEM\` (case e: \`-m $CAP_MEM\`)${EXTRA_ARGS:+ plus \`$EXTRA_ARGS\`}, fresh per measurement"
+  if [[ "$TLS" == 1 ]]; then echo "- over TLS (-Z, ECDSA P-256 certificate; loadgen: rustls client, TLS 1.3)"; fi
   echo "- load: bench/loadgen (closed loop, text protocol), $CONNS connections, $KEYS keys (preloaded), ${VALUE_SIZE}-byte values, $LOADGEN_THREADS loadgen thread(s)"
   if [[ "$PIN" == split ]]; then
     echo "- CPU pinning: servers on CPU $SERVER_CPUS, load generator on CPU $LOADGEN_CPUS (taskset); machine has $(nproc) CPUs"

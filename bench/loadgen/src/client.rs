@@ -9,6 +9,8 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::transport::{handshake, Handshaken, Transport};
+
 use crate::args::die;
 use crate::request::{Gen, Kind, DIGITS};
 
@@ -55,7 +57,7 @@ pub(crate) struct Window {
 }
 
 pub(crate) struct Conn {
-    pub(crate) stream: TcpStream,
+    pub(crate) stream: Transport,
     pub(crate) wbuf: Vec<u8>,
     pub(crate) wpos: usize,
     pub(crate) rbuf: Vec<u8>,
@@ -78,7 +80,7 @@ pub(crate) fn find_nl(b: &[u8]) -> Option<usize> {
 }
 
 impl Conn {
-    pub(crate) fn new(stream: TcpStream) -> Conn {
+    pub(crate) fn new(stream: Transport) -> Conn {
         Conn {
             stream,
             wbuf: Vec::with_capacity(16 * 1024),
@@ -203,7 +205,7 @@ impl Conn {
                     let now = Instant::now();
                     self.parse(now, value_size, win, st);
                     last = Some(now);
-                    if self.dead || n < space {
+                    if self.dead || (n < space && !self.stream.is_tls()) {
                         return last;
                     }
                 }
@@ -218,6 +220,10 @@ impl Conn {
     }
 
     pub(crate) fn flush(&mut self) {
+        if self.stream.flush_tls().is_err() {
+            self.dead = true;
+            return;
+        }
         while self.wpos < self.wbuf.len() {
             match self.stream.write(&self.wbuf[self.wpos..]) {
                 Ok(0) => {
@@ -248,14 +254,22 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(streams: Vec<StdTcpStream>, gen: Gen, depth: usize, stall: Duration) -> io::Result<Driver> {
+    pub(crate) fn new(streams: Vec<Handshaken>, gen: Gen, depth: usize, stall: Duration) -> io::Result<Driver> {
         let poll = Poll::new()?;
         let mut conns = Vec::with_capacity(streams.len());
-        for (i, s) in streams.into_iter().enumerate() {
-            s.set_nonblocking(true)?;
-            let mut m = TcpStream::from_std(s);
-            poll.registry().register(&mut m, Token(i), Interest::READABLE | Interest::WRITABLE)?;
-            conns.push(Conn::new(m));
+        for (i, h) in streams.into_iter().enumerate() {
+            let mut t = match h {
+                Handshaken::Plain(s) => {
+                    s.set_nonblocking(true)?;
+                    Transport::Plain(TcpStream::from_std(s))
+                }
+                Handshaken::Tls(s, c) => {
+                    s.set_nonblocking(true)?;
+                    Transport::Tls(TcpStream::from_std(s), c)
+                }
+            };
+            poll.registry().register(t.socket(), Token(i), Interest::READABLE | Interest::WRITABLE)?;
+            conns.push(Conn::new(t));
         }
         let value_size = gen.value_size;
         Ok(Driver { poll, conns, gen, depth: depth.max(1), value_size, stall })
@@ -330,26 +344,26 @@ impl Driver {
                         }
                     }
                 }
-                if !c.dead && c.wpos < c.wbuf.len() {
+                if !c.dead && (c.wpos < c.wbuf.len() || c.stream.wants_write()) {
                     c.flush();
                 }
                 if c.dead {
                     st.c.errors += c.inflight.len() as u64;
                     c.inflight.clear();
-                    let _ = self.poll.registry().deregister(&mut c.stream);
+                    let _ = self.poll.registry().deregister(c.stream.socket());
                 }
             }
         }
     }
 }
 
-pub(crate) fn connect(addr: SocketAddr, n: usize) -> Vec<StdTcpStream> {
+pub(crate) fn connect(addr: SocketAddr, n: usize) -> Vec<Handshaken> {
     (0..n)
         .map(|_| {
             let s = StdTcpStream::connect_timeout(&addr, Duration::from_secs(5))
                 .unwrap_or_else(|e| die(&format!("connect {addr}: {e}")));
             s.set_nodelay(true).ok();
-            s
+            handshake(s)
         })
         .collect()
 }

@@ -29,6 +29,7 @@ mod restart;
 mod run;
 mod scan;
 mod stats;
+mod transport;
 
 use crate::args::{die, Args};
 use crate::capacity::cmd_capacity;
@@ -46,6 +47,9 @@ fn main() {
         die("usage: loadgen <load|scan|run|capacity|stats|restart|report|persist-report> [--name value ...] (see bench/README.md)");
     };
     let a = Args::parse(&argv[1..]);
+    if let Some(ca) = a.map.get("tls-ca") {
+        transport::enable_tls(ca);
+    }
     match cmd.as_str() {
         "load" => cmd_load(&a),
         "run" => cmd_run(&a),

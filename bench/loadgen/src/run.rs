@@ -1,7 +1,7 @@
 //! The `run` subcommand: the timed closed-loop workload, optionally time-sliced over two servers.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream as StdTcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::args::{die, Args};
@@ -48,7 +48,7 @@ pub(crate) fn cmd_run(a: &Args) {
     }
 
     // connections: `conns` per server, spread over the threads
-    let mut per_thread: Vec<Vec<Vec<StdTcpStream>>> =
+    let mut per_thread: Vec<Vec<Vec<crate::transport::Handshaken>>> =
         (0..threads).map(|_| (0..n).map(|_| Vec::new()).collect()).collect();
     for (si, addr) in addrs.iter().enumerate() {
         for (i, s) in connect(*addr, conns).into_iter().enumerate() {
