@@ -363,3 +363,12 @@ def test_stalled_handshake_is_bounded_by_idle_timeout(certs):
             except ConnectionResetError:
                 got = b""
             assert got == b"" and time.time() - t < 4
+
+
+def test_config_file_form(certs, tmp_path):
+    """The same settings from a --config file: enable-ssl and extended = { ssl_* }."""
+    f = tmp_path / "sqlcached.toml"
+    f.write_text(f'enable-ssl = true\nextended = {{ ssl_chain_cert = "{certs["server_crt"]}", '
+                 f'ssl_key = "{certs["server_key"]}", ssl_session_cache = true }}\n')
+    with start_sqlcached("--config", str(f)) as s:
+        assert tls_session(s.port, [b"version\r\n"], client_context(certs)) == [b"VERSION 1.6.18\r\n"]
