@@ -36,6 +36,9 @@ def make_certs(d: Path) -> dict:
           "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
     _leaf(d, "client", "ca", "sqlcached-client", "extendedKeyUsage=clientAuth\n")
     _leaf(d, "rogue", "rogue_ca", "rogue-client", "extendedKeyUsage=clientAuth\n")
+    # A server certificate from the CA for another name only (verify-full must refuse it
+    # for 127.0.0.1, verify-ca accept it).
+    _leaf(d, "elsewhere", "ca", "db.internal", "subjectAltName=DNS:db.internal\nextendedKeyUsage=serverAuth\n")
     _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "other.key", cwd=d)
     _openssl("pkcs8", "-topk8", "-nocrypt", "-in", "server.key", "-outform", "DER", "-out", "server.key.der", cwd=d)
     for f in d.iterdir():
@@ -51,6 +54,8 @@ def make_certs(d: Path) -> dict:
         "rogue_crt": str(d / "rogue.crt"),
         "rogue_key": str(d / "rogue.key"),
         "other_key": str(d / "other.key"),
+        "elsewhere_crt": str(d / "elsewhere.crt"),
+        "elsewhere_key": str(d / "elsewhere.key"),
     }
 
 

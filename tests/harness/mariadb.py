@@ -47,7 +47,7 @@ def _run(*args, env=None, timeout=60):
 class MariaDB:
     """One MariaDB server in `base` (a directory it owns), listening on 127.0.0.1:port."""
 
-    def __init__(self, base=None, port=None, user="sqlcached", password="sqlcached-test"):
+    def __init__(self, base=None, port=None, user="sqlcached", password="sqlcached-test", extra_args=""):
         self._own_base = base is None
         self.base = Path(base or tempfile.mkdtemp(prefix="sqlcached-mariadb-"))
         self.port = port or free_port()
@@ -55,17 +55,22 @@ class MariaDB:
         self.user = user
         self.password = password
         self.socket = str(self.base / "mysqld.sock")
+        # More mariadbd options for this server (e.g. --ssl-cert=... --ssl-key=...).
+        self.extra_args = extra_args
         self.running = False
 
     def _env(self):
-        return {**os.environ, "MARIADB_USER": self.user, "MARIADB_PASSWORD": self.password}
+        env = {**os.environ, "MARIADB_USER": self.user, "MARIADB_PASSWORD": self.password}
+        if self.extra_args:
+            env["MARIADB_EXTRA_ARGS"] = (env.get("MARIADB_EXTRA_ARGS", "") + " " + self.extra_args).strip()
+        return env
 
     def start(self):
         global _template
         if not (self.base / "data" / "mysql").is_dir():
             if _template is None:
                 tmpl = Path(tempfile.mkdtemp(prefix="sqlcached-mariadb-template-"))
-                _run("start", tmpl, free_port(), env=self._env())
+                _run("start", tmpl, free_port(), env=MariaDB(user=self.user, password=self.password)._env())
                 _run("stop", tmpl)
                 _template = tmpl
                 atexit.register(shutil.rmtree, tmpl, True)

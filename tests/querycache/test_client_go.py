@@ -13,16 +13,31 @@ import pytest
 
 MODULE = Path(__file__).resolve().parents[1] / "clients" / "mysql" / "go"
 
-# passthrough only: no need to wait for the binlog follower
-PROXY_ONLINE = False
+from harness.certs import make_certs  # noqa: E402
+from harness.mysqlproxy import start_proxy  # noqa: E402
 
 
-def test_go_sql_driver(proxy, mariadb):
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def proxy(mariadb, certs):
+    """The proxy with TLS offered (optional): the plain tests and TestTLSCustom share it.
+    Passthrough only: no need to wait for the binlog follower."""
+    with start_proxy(mariadb, "--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"],
+                     online=False) as px:
+        yield px
+
+
+def test_go_sql_driver(proxy, mariadb, certs):
     go = shutil.which("go") or next((g for g in ("/usr/local/go/bin/go",) if os.access(g, os.X_OK)), None)
     if go is None:
         pytest.skip("Go toolchain (go) is not installed: run .ci/deps-clients.sh")
     env = dict(os.environ, PROXY_ADDR=proxy.mysql_addr, DIRECT_ADDR=f"127.0.0.1:{mariadb.port}",
-               MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password, MYSQL_DB="qc")
+               MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password, MYSQL_DB="qc",
+               TLS_CA=certs["ca"])
     cmd = [go, "test", "-count=1", "-timeout=300s", "-v", "./..."]
     p = subprocess.run(cmd, cwd=MODULE, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
@@ -30,3 +45,4 @@ def test_go_sql_driver(proxy, mariadb):
         failed = "\n".join("  " + ln.strip() for ln in p.stdout.splitlines() if ln.lstrip().startswith("--- FAIL"))
         pytest.fail(f"{' '.join(cmd)} in {MODULE} exited {p.returncode}\nfailing:\n{failed}\n"
                     f"--- output ---\n{p.stdout[-20000:]}", pytrace=False)
+    assert "--- PASS: TestTLSCustom" in p.stdout, "TestTLSCustom did not run:\n" + p.stdout[-5000:]

@@ -201,7 +201,8 @@ fn suite_name(c: SupportedCipherSuite) -> String {
     format!("ECDHE-{rest}")
 }
 
-fn load_chain(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, String> {
+/// A PEM certificate chain, with memcached's error wording.
+pub fn load_chain(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.unwrap_or("(null)");
     let err = |why: String| format!("Error loading the certificate chain: {shown} : {why}");
     let path = path.ok_or_else(|| err("no ssl_chain_cert given".into()))?;
@@ -214,7 +215,8 @@ fn load_chain(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, String
     Ok(chain)
 }
 
-fn load_key(path: Option<&str>, format: i64) -> Result<PrivateKeyDer<'static>, String> {
+/// A private key, PEM (`format` 1) or DER (2), with memcached's error wording.
+pub fn load_key(path: Option<&str>, format: i64) -> Result<PrivateKeyDer<'static>, String> {
     let shown = path.unwrap_or("(null)");
     let err = |why: String| format!("Error loading the key: {shown} : {why}");
     let path = path.ok_or_else(|| err("no ssl_key given".into()))?;
@@ -226,7 +228,8 @@ fn load_key(path: Option<&str>, format: i64) -> Result<PrivateKeyDer<'static>, S
     }
 }
 
-fn load_roots(path: &str) -> Result<RootCertStore, String> {
+/// PEM CA certificates to verify peers against.
+pub fn load_roots(path: &str) -> Result<RootCertStore, String> {
     let err = |why: String| format!("Error loading the CA certificate: {path} : {why}");
     let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
     let mut roots = RootCertStore::empty();

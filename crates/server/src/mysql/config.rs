@@ -13,6 +13,17 @@ pub enum CacheType {
     Off,
 }
 
+/// `--mysql-backend-tls`: whether and how the proxy's backend connections use TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendTls {
+    /// Plain TCP (the default).
+    Off,
+    /// TLS; the certificate must chain to `--mysql-backend-tls-ca`, any host name.
+    VerifyCa,
+    /// TLS; chain to the CA and name the backend's host (as `--mysql-backend` gives it).
+    VerifyFull,
+}
+
 /// Settings of the MySQL query-cache proxy.
 #[derive(Clone, Debug)]
 pub struct MysqlConfig {
@@ -38,6 +49,14 @@ pub struct MysqlConfig {
     /// `--mysql-net-read-timeout SECS`: a client that started sending a command must make
     /// progress within it (MariaDB's `net_read_timeout`).
     pub net_read_timeout: std::time::Duration,
+    /// `--mysql-tls-cert FILE`: PEM chain the proxy offers TLS to clients with.
+    pub tls_cert: Option<String>,
+    /// `--mysql-tls-key FILE`: its private key (PEM).
+    pub tls_key: Option<String>,
+    /// `--mysql-backend-tls`: TLS to the backend.
+    pub backend_tls: BackendTls,
+    /// `--mysql-backend-tls-ca FILE`: CA certificates the backend's must chain to.
+    pub backend_tls_ca: Option<String>,
 }
 
 impl Default for MysqlConfig {
@@ -53,6 +72,10 @@ impl Default for MysqlConfig {
             cache_type: CacheType::On,
             connect_timeout: std::time::Duration::from_secs(10),
             net_read_timeout: std::time::Duration::from_secs(30),
+            tls_cert: None,
+            tls_key: None,
+            backend_tls: BackendTls::Off,
+            backend_tls_ca: None,
         }
     }
 }
@@ -69,6 +92,10 @@ pub const FLAGS: &[&str] = &[
     "query-cache-type",
     "mysql-connect-timeout",
     "mysql-net-read-timeout",
+    "mysql-tls-cert",
+    "mysql-tls-key",
+    "mysql-backend-tls",
+    "mysql-backend-tls-ca",
 ];
 
 impl MysqlConfig {
@@ -80,6 +107,17 @@ impl MysqlConfig {
             "mysql-backend" => self.backend = Some(v.to_string()),
             "mysql-user" => self.user = Some(v.to_string()),
             "mysql-password-file" => self.password_file = Some(v.to_string()),
+            "mysql-tls-cert" => self.tls_cert = Some(v.to_string()),
+            "mysql-tls-key" => self.tls_key = Some(v.to_string()),
+            "mysql-backend-tls-ca" => self.backend_tls_ca = Some(v.to_string()),
+            "mysql-backend-tls" => {
+                self.backend_tls = match v.to_ascii_lowercase().as_str() {
+                    "off" => BackendTls::Off,
+                    "verify-ca" => BackendTls::VerifyCa,
+                    "verify-full" => BackendTls::VerifyFull,
+                    _ => return Err(format!("--mysql-backend-tls must be off, verify-ca or verify-full, not '{v}'")),
+                }
+            }
             "mysql-server-id" => {
                 self.server_id = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
                 if self.server_id == 0 {
@@ -120,6 +158,17 @@ impl MysqlConfig {
         if self.listen.is_none() && (self.backend.is_some() || self.user.is_some()) {
             return Err("--mysql-backend and --mysql-user apply to the MySQL proxy: give --mysql-listen too".into());
         }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("--mysql-tls-cert and --mysql-tls-key go together (the proxy's certificate and its key)".into());
+        }
+        if (self.backend_tls != BackendTls::Off) != self.backend_tls_ca.is_some() {
+            return Err("--mysql-backend-tls verify-ca|verify-full and --mysql-backend-tls-ca FILE go together \
+                        (the CA the backend's certificate is checked against)"
+                .into());
+        }
+        if self.listen.is_none() && (self.tls_cert.is_some() || self.backend_tls != BackendTls::Off) {
+            return Err("--mysql-tls-* and --mysql-backend-tls apply to the MySQL proxy: give --mysql-listen too".into());
+        }
         if self.cache_limit > self.cache_size {
             return Err("--query-cache-limit cannot be larger than --query-cache-size".into());
         }
@@ -151,6 +200,12 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
                           connect_timeout)
 --mysql-net-read-timeout=<s> a client that began sending a command must go on within s
                           seconds, else it is closed (default: 30, as net_read_timeout)
+--mysql-tls-cert=<file>   PEM certificate chain: the proxy offers TLS to clients (and
+--mysql-tls-key=<file>    terminates it, so it still caches); without them a client that
+                          requires TLS is refused with ERROR 1235
+--mysql-backend-tls=<m>   off (default), verify-ca or verify-full: TLS to the backend, its
+--mysql-backend-tls-ca=<f> certificate checked against this CA (verify-full: and its name
+                          against --mysql-backend's host)
 --query-cache-size=<num>  memory for cached results (k/m/g suffix, default: 64m)
 --query-cache-limit=<num> largest cacheable result (default: 1m)
 --query-cache-type=<t>    ON (default), DEMAND (only SELECT SQL_CACHE) or OFF

@@ -24,7 +24,7 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     let mut client = Wire::new(sock);
     // Until the login is done: small packets only, and all of it within the connect timeout.
     client.set_limit(MAX_LOGIN_MESSAGE);
-    let login = tokio::time::timeout(proxy.connect_timeout, handshake::establish(&mut client, &proxy.backend)).await;
+    let login = tokio::time::timeout(proxy.connect_timeout, handshake::establish(&mut client, &proxy.backend, &proxy.tls, &proxy.counters)).await;
     let login = match login {
         Ok(r) => r,
         Err(_) => {
@@ -141,7 +141,7 @@ impl Conn {
                         _ => None,
                     };
                     self.forward(len, last_seq).await?;
-                    match handshake::relay_auth(&mut self.client, &mut self.server).await {
+                    match handshake::relay_auth(&mut self.client, &mut self.server, 0).await {
                         Ok(Some(status)) => self.change_user(new, status),
                         Ok(None) => {}
                         Err(e) => return Err(RelayError::Backend(e)),

@@ -31,6 +31,12 @@ pub struct Counters {
     pub aborted_connects: AtomicU64,
     /// Logged-in clients closed for stalling mid-command (MariaDB's `Aborted_clients`).
     pub aborted_clients: AtomicU64,
+    /// TLS handshakes clients started with the proxy (MariaDB's `Ssl_accepts`).
+    pub ssl_accepts: AtomicU64,
+    /// ... and completed (`Ssl_finished_accepts`).
+    pub ssl_finished_accepts: AtomicU64,
+    /// Backend connections whose TLS handshake failed (certificate refused, no TLS offered).
+    pub backend_ssl_errors: AtomicU64,
     /// Whether queries are timed (`--metrics-listen`).
     pub timing: bool,
     /// Query latencies by [`Served`].
@@ -69,6 +75,9 @@ impl Counters {
         sink.stat("mysql_backend_errors", Kind::Counter, &self.backend_errors.load(Ordering::Relaxed));
         sink.stat("mysql_aborted_connects", Kind::Counter, &self.aborted_connects.load(Ordering::Relaxed));
         sink.stat("mysql_aborted_clients", Kind::Counter, &self.aborted_clients.load(Ordering::Relaxed));
+        sink.stat("mysql_ssl_accepts", Kind::Counter, &self.ssl_accepts.load(Ordering::Relaxed));
+        sink.stat("mysql_ssl_finished_accepts", Kind::Counter, &self.ssl_finished_accepts.load(Ordering::Relaxed));
+        sink.stat("mysql_backend_ssl_errors", Kind::Counter, &self.backend_ssl_errors.load(Ordering::Relaxed));
         let series: Vec<Series> = SERVED
             .iter()
             .zip(&self.latency)

@@ -1,6 +1,12 @@
 //! Connection set-up: connect to the backend, forward its greeting with the capabilities
 //! the proxy cannot inspect cleared, and relay the authentication exchange both ways until
-//! the backend says OK or ERR (any auth plugin works; the proxy never sees a password).
+//! the backend says OK or ERR (any auth plugin works; the proxy never reads a password).
+//!
+//! TLS is per link ([`super::tls`]): a client's SSLRequest is answered with the proxy's own
+//! TLS handshake (when it has a certificate), and the backend link is encrypted when
+//! `--mysql-backend-tls` is set, the proxy sending the backend an SSLRequest of its own.
+//! Each SSLRequest takes a sequence number on its link only, so the login packets relayed
+//! between the links are renumbered by the difference.
 
 use std::io;
 use std::time::Duration;
@@ -14,7 +20,11 @@ use protocol_mysql::{
 };
 use tokio::net::TcpStream;
 
+use std::sync::atomic::Ordering;
+
+use super::counters::Counters;
 use super::errors::{self, err_packet};
+use super::tls::ProxyTls;
 use super::reply::status_of;
 use super::wire::{first_payload, Wire};
 
@@ -66,8 +76,14 @@ pub enum Outcome {
     BackendDown,
 }
 
-/// Connects to `backend` and runs the handshake and authentication for `client`.
-pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> {
+/// Connects to `backend` and runs the handshake and authentication for `client`, with
+/// TLS on either link as `tls` says.
+pub async fn establish(
+    client: &mut Wire,
+    backend: &str,
+    tls: &ProxyTls,
+    counters: &Counters,
+) -> io::Result<Outcome> {
     let sock = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return refuse_before_greeting(client, backend, &e.to_string()).await,
@@ -89,9 +105,13 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
     let server_caps;
     let server_ext;
     let server_version;
+    let backend_offers_tls;
     {
         let payload = &mut greeting[payload_at..];
-        rewrite_handshake_capabilities(payload, CLEARED, 0).map_err(invalid)?;
+        backend_offers_tls = HandshakeV10::parse(payload).map_err(invalid)?.capabilities & CLIENT_SSL != 0;
+        // The client is offered the proxy's TLS, not the backend's.
+        let offer = if tls.acceptor.is_some() { CLIENT_SSL } else { 0 };
+        rewrite_handshake_capabilities(payload, CLEARED, offer).map_err(invalid)?;
         rewrite_handshake_mariadb_capabilities(payload, CLEARED_MARIADB).map_err(invalid)?;
         let hs = HandshakeV10::parse(payload).map_err(invalid)?;
         server_caps = hs.capabilities;
@@ -109,14 +129,29 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
         }
         Err(e) => return Err(e),
     };
-    let seq = response.get(3).copied().unwrap_or(1);
+    let mut seq = response.get(3).copied().unwrap_or(1);
+    // Sequence numbers the SSLRequests took on each link.
+    let mut client_shift = 0u8;
     if is_ssl_request(first_payload(&response)) {
-        let msg = "TLS between the client and sqlcached's MySQL proxy is not supported: connect without TLS \
-                   (the proxy must read every packet to cache results)";
-        let mut out = Vec::new();
-        err_packet(&mut out, seq.wrapping_add(1), errors::NOT_SUPPORTED, b"08004", msg, server_caps);
-        client.write(&out).await?;
-        return Ok(Outcome::Closed);
+        let Some(acceptor) = &tls.acceptor else {
+            let msg = "TLS between the client and sqlcached's MySQL proxy is not configured: connect without TLS, \
+                       or start sqlcached with --mysql-tls-cert and --mysql-tls-key";
+            let mut out = Vec::new();
+            err_packet(&mut out, seq.wrapping_add(1), errors::NOT_SUPPORTED, b"08004", msg, server_caps);
+            client.write(&out).await?;
+            return Ok(Outcome::Closed);
+        };
+        counters.ssl_accepts.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = client.accept_tls(acceptor).await {
+            // MariaDB counts a failed TLS handshake as an aborted connect.
+            counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
+            log::debug!("mysql proxy: client TLS handshake failed: {e}");
+            return Ok(Outcome::Closed);
+        }
+        counters.ssl_finished_accepts.fetch_add(1, Ordering::Relaxed);
+        client_shift = 1;
+        response = client.read_raw().await?;
+        seq = response.get(3).copied().unwrap_or(2);
     }
     if response.len() < 4 + 32 {
         return Err(invalid("short handshake response"));
@@ -138,8 +173,38 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
             server_version,
         }
     };
+    let mut backend_shift = 0u8;
+    if let Some((connector, name)) = &tls.connector {
+        if !backend_offers_tls {
+            counters.backend_ssl_errors.fetch_add(1, Ordering::Relaxed);
+            log::warn!("mysql proxy: backend {backend} does not offer TLS and --mysql-backend-tls is set: login refused");
+            let msg = format!("sqlcached: the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)");
+            let mut out = Vec::new();
+            err_packet(&mut out, seq.wrapping_add(1), errors::CONNECT_FAILED, b"08S01", &msg, server_caps);
+            client.write(&out).await?;
+            return Ok(Outcome::Closed);
+        }
+        // The SSLRequest: the first 32 bytes of the client's response, with CLIENT_SSL.
+        let mut ssl_request = vec![32, 0, 0, 1];
+        ssl_request.extend_from_slice(&response[4..36]);
+        let caps = u32::from_le_bytes([ssl_request[4], ssl_request[5], ssl_request[6], ssl_request[7]]) | CLIENT_SSL;
+        ssl_request[4..8].copy_from_slice(&caps.to_le_bytes());
+        server.write(&ssl_request).await?;
+        if let Err(e) = server.connect_tls(connector, name.clone()).await {
+            counters.backend_ssl_errors.fetch_add(1, Ordering::Relaxed);
+            log::warn!("mysql proxy: TLS to backend {backend} failed: {e}");
+            let msg = format!("sqlcached: TLS to the MySQL backend {backend} failed: {e}");
+            let mut out = Vec::new();
+            err_packet(&mut out, seq.wrapping_add(1), errors::CONNECT_FAILED, b"08S01", &msg, server_caps);
+            client.write(&out).await?;
+            return Ok(Outcome::Closed);
+        }
+        response[4..8].copy_from_slice(&caps.to_le_bytes());
+        backend_shift = 1;
+    }
+    response[3] = 1 + backend_shift;
     server.write(&response).await?;
-    match relay_auth(client, &mut server).await? {
+    match relay_auth(client, &mut server, client_shift.wrapping_sub(backend_shift)).await? {
         Some(status) => {
             login.status = status;
             Ok(Outcome::Ready(Box::new(server), login))
@@ -149,21 +214,25 @@ pub async fn establish(client: &mut Wire, backend: &str) -> io::Result<Outcome> 
 }
 
 /// Relays packets both ways until the backend sends OK (`Some(status)`) or ERR (`None`),
-/// both forwarded to the client. Used at login and for COM_CHANGE_USER.
-pub async fn relay_auth(client: &mut Wire, server: &mut Wire) -> io::Result<Option<u16>> {
+/// both forwarded to the client. Used at login and for COM_CHANGE_USER. `shift` is added
+/// to the sequence number of each packet toward the client (and taken from those toward
+/// the backend): the client's SSLRequest minus the proxy's, at login; 0 otherwise.
+pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> io::Result<Option<u16>> {
     loop {
         if client.buffered().len() > super::wire::MAX_LOGIN_MESSAGE {
             client.write(&errors::bad_handshake(0, "authentication data too large")).await?;
             return Err(invalid("authentication data too large"));
         }
         while let Some(len) = complete_packet(client.buffered()) {
-            let bytes = client.buffered()[..len].to_vec();
+            let mut bytes = client.buffered()[..len].to_vec();
             client.consume(len);
+            bytes[3] = bytes[3].wrapping_sub(shift);
             server.write(&bytes).await?;
         }
         while let Some(len) = complete_packet(server.buffered()) {
-            let bytes = server.buffered()[..len].to_vec();
+            let mut bytes = server.buffered()[..len].to_vec();
             server.consume(len);
+            bytes[3] = bytes[3].wrapping_add(shift);
             client.write(&bytes).await?;
             let payload = first_payload(&bytes);
             match payload.first() {

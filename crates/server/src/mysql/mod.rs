@@ -19,6 +19,8 @@ pub mod metadata;
 pub mod relay;
 pub mod reply;
 pub mod start;
+pub mod stream;
+pub mod tls;
 pub mod wire;
 
 use std::net::TcpListener;
@@ -42,13 +44,18 @@ pub struct Proxy {
     pub connect_timeout: std::time::Duration,
     /// `--mysql-net-read-timeout`: the longest a half-sent command may stall.
     pub net_read_timeout: std::time::Duration,
+    /// TLS toward clients and toward the backend, as configured.
+    pub tls: tls::ProxyTls,
 }
 
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
     /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
     pub fn new(cfg: &config::MysqlConfig, timing: bool) -> std::io::Result<Proxy> {
+        // Certificates first: a bad file stops the start before anything connects.
+        let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
         Ok(Proxy {
+            tls,
             backend: cfg.backend.clone().unwrap_or_default(),
             counters: counters::Counters::new(timing),
             cache: start::start(cfg)?,

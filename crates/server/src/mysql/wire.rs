@@ -8,6 +8,8 @@ use protocol_mysql::{parse_message, Message};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::stream::{Rewind, Stream};
+
 /// Largest message accepted from a client or a backend (MySQL's `max_allowed_packet` maximum).
 pub const MAX_MESSAGE: usize = 1 << 30;
 
@@ -17,10 +19,10 @@ pub const MAX_MESSAGE: usize = 1 << 30;
 /// anything is buffered.
 pub const MAX_LOGIN_MESSAGE: usize = 128 * 1024;
 
-/// A TCP connection and the bytes read from it but not consumed yet.
+/// A connection (TCP, or TLS over it) and the bytes read from it but not consumed yet.
 pub struct Wire {
-    /// The socket.
-    pub sock: TcpStream,
+    /// The transport.
+    pub sock: Stream,
     buf: Vec<u8>,
     start: usize,
     /// Largest message [`Wire::message_len`] accepts.
@@ -32,7 +34,35 @@ pub struct Wire {
 impl Wire {
     /// Wraps a connected socket.
     pub fn new(sock: TcpStream) -> Wire {
-        Wire { sock, buf: Vec::with_capacity(16 * 1024), start: 0, limit: MAX_MESSAGE, read_timeout: None }
+        Wire { sock: Stream::Plain(sock), buf: Vec::with_capacity(16 * 1024), start: 0, limit: MAX_MESSAGE, read_timeout: None }
+    }
+
+    /// The server side of a client's TLS handshake, after its SSLRequest; bytes of the
+    /// handshake already buffered are replayed into it.
+    pub async fn accept_tls(&mut self, acceptor: &tokio_rustls::TlsAcceptor) -> io::Result<()> {
+        let Stream::Plain(tcp) = std::mem::replace(&mut self.sock, Stream::Gone) else {
+            return Err(io::Error::other("TLS asked for twice"));
+        };
+        let early = self.buffered().to_vec();
+        self.buf.clear();
+        self.start = 0;
+        let tls = acceptor.accept(Rewind::new(early, tcp)).await?;
+        self.sock = Stream::FromClient(Box::new(tls));
+        Ok(())
+    }
+
+    /// The client side of a TLS handshake with the backend, after sending it an SSLRequest.
+    pub async fn connect_tls(
+        &mut self,
+        connector: &tokio_rustls::TlsConnector,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<()> {
+        let Stream::Plain(tcp) = std::mem::replace(&mut self.sock, Stream::Gone) else {
+            return Err(io::Error::other("TLS asked for twice"));
+        };
+        let tls = connector.connect(name, tcp).await?;
+        self.sock = Stream::ToBackend(Box::new(tls));
+        Ok(())
     }
 
     /// Accept messages of at most `limit` bytes (larger ones are `InvalidData` errors).
@@ -114,7 +144,9 @@ impl Wire {
 
     /// Writes all of `bytes`.
     pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.sock.write_all(bytes).await
+        self.sock.write_all(bytes).await?;
+        // TLS sends its records here (a no-op for plain TCP).
+        self.sock.flush().await
     }
 }
 

@@ -12,6 +12,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -353,5 +355,39 @@ func TestPoolAfterWaitTimeout(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatalf("COMMIT: %v", err)
 		}
+	}
+}
+
+// TestTLSCustom: tls=custom with the test CA (TLS_CA): the proxy terminates TLS, verifies
+// as the driver asks (server name localhost), and answers as MariaDB does directly.
+func TestTLSCustom(t *testing.T) {
+	caFile := env(t, "TLS_CA")
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatalf("read %s: %v", caFile, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", caFile)
+	}
+	if err := mysql.RegisterTLSConfig("custom", &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}); err != nil {
+		t.Fatal(err)
+	}
+	db := proxy(t, "&tls=custom")
+	want := one(t, direct(t, ""), "SELECT v FROM t WHERE id = ?", 9)
+	for i := 0; i < 3; i++ {
+		if got := one(t, db, "SELECT v FROM t WHERE id = ?", 9); got != want {
+			t.Fatalf("over TLS: %q, directly: %q", got, want)
+		}
+	}
+	if got := one(t, db, "SELECT v FROM t WHERE id = 10"); got != one(t, direct(t, ""), "SELECT v FROM t WHERE id = 10") {
+		t.Fatalf("text query over TLS: %q", got)
+	}
+	// A client that trusts nothing the proxy shows must refuse it.
+	if err := mysql.RegisterTLSConfig("strangers", &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy(t, "&tls=strangers").Ping(); err == nil {
+		t.Fatalf("a client without the CA accepted the proxy's certificate")
 	}
 }
