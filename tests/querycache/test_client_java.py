@@ -1,6 +1,6 @@
 """The unchanged MySQL Connector/J through the proxy: the Maven project tests/clients/mysql/java
 (useServerPrepStmts=true and false: selects, writes, a transaction, errors, multi-results,
-a > 16 MiB row, a wrong password), every result compared with MariaDB's direct answer.
+a > 16 MiB row, a wrong password, sslMode=VERIFY_CA against the proxy's TLS), every result compared with MariaDB's direct answer.
 Dependencies come from ~/.m2 (.ci/deps-clients.sh fetches them)."""
 import os
 import shutil
@@ -13,8 +13,32 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1] / "clients" / "mysql" / "java"
 REPORTS = PROJECT / "target" / "surefire-reports"
 
-# passthrough only: no need to wait for the binlog follower
-PROXY_ONLINE = False
+from harness.certs import make_certs  # noqa: E402
+from harness.mysqlproxy import start_proxy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """Test certificates, and PKCS12 trust stores (keytool) for the test CA and a rogue one."""
+    d = tmp_path_factory.mktemp("certs")
+    c = make_certs(d)
+    keytool = shutil.which("keytool")
+    if keytool:
+        for name, ca in (("trust.p12", c["ca"]), ("rogue.p12", c["rogue_ca"])):
+            subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", ca, "-keystore",
+                            str(d / name), "-storetype", "PKCS12", "-storepass", "changeit"],
+                           check=True, capture_output=True, timeout=120)
+    c["truststore"], c["rogue_truststore"] = str(d / "trust.p12"), str(d / "rogue.p12")
+    return c
+
+
+@pytest.fixture(scope="module")
+def proxy(mariadb, certs):
+    """The proxy with TLS offered (optional), shared by the plain tests and tlsVerifyCa.
+    Passthrough only: no need to wait for the binlog follower."""
+    with start_proxy(mariadb, "--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"],
+                     online=False) as px:
+        yield px
 
 
 def failures() -> str:
@@ -30,12 +54,13 @@ def failures() -> str:
     return "\n".join(lines) or "  (no surefire report: see the maven output)"
 
 
-def test_connector_j(proxy, mariadb):
+def test_connector_j(proxy, mariadb, certs):
     mvn = shutil.which("mvn")
     if mvn is None or shutil.which("java") is None:
         pytest.skip("Maven/Java not installed: run .ci/deps-clients.sh")
     env = dict(os.environ, PROXY_ADDR=proxy.mysql_addr, DIRECT_ADDR=f"127.0.0.1:{mariadb.port}",
-               MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password, MYSQL_DB="qc")
+               MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password, MYSQL_DB="qc",
+               TLS_TRUSTSTORE=certs["truststore"], TLS_ROGUE_TRUSTSTORE=certs["rogue_truststore"])
     shutil.rmtree(REPORTS, ignore_errors=True)
     cmd = [mvn, "-q", "-B", "-Dstyle.color=never", "test"]
     p = subprocess.run(cmd, cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

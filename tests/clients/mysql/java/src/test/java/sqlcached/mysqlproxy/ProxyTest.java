@@ -254,4 +254,33 @@ class ProxyTest {
             assertEquals(1045, e.getErrorCode(), addr + ": " + e.getMessage());
         }
     }
+
+    /** Connector/J over TLS to the proxy (sslMode=VERIFY_CA with a PKCS12 trust store). */
+    private static Connection tlsProxy(String trustStore, boolean serverPs) throws SQLException {
+        String url = "jdbc:mysql://" + env("PROXY_ADDR") + "/" + env("MYSQL_DB")
+                + "?sslMode=VERIFY_CA&trustCertificateKeyStoreUrl=file:" + trustStore
+                + "&trustCertificateKeyStoreType=PKCS12&trustCertificateKeyStorePassword=changeit"
+                + "&connectTimeout=10000&socketTimeout=60000&useServerPrepStmts=" + serverPs
+                + "&cachePrepStmts=false";
+        return DriverManager.getConnection(url, env("MYSQL_USER"), env("MYSQL_PASSWORD"));
+    }
+
+    /**
+     * sslMode=VERIFY_CA: the proxy offers TLS and terminates it; answers are MariaDB's, also
+     * from the cache, and a trust store without the proxy's CA refuses the connection.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void tlsVerifyCa(boolean serverPs) throws Exception {
+        try (Connection tls = tlsProxy(env("TLS_TRUSTSTORE"), serverPs); Connection d = direct(serverPs, "")) {
+            for (int i = 0; i < 3; i++) {
+                assertEquals(query(d, "SELECT v, n FROM t WHERE id = ?", 11),
+                        query(tls, "SELECT v, n FROM t WHERE id = ?", 11));
+            }
+            try (Statement st = tls.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
+                assertTrue(rs.next());
+            }
+        }
+        assertThrows(SQLException.class, () -> tlsProxy(env("TLS_ROGUE_TRUSTSTORE"), serverPs).close());
+    }
 }
