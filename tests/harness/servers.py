@@ -184,11 +184,11 @@ def start_sqlcached(*args: str, wait: bool = True, log=None, env=None) -> Server
     return Server(sqlcached_argv(port, *args), port, wait=wait, log=log, env=env)
 
 
-def start_memcached(*args: str, wait: bool = True) -> Server:
+def start_memcached(*args: str, wait: bool = True, env=None) -> Server:
     """Start the real memcached with the same flags (a -p is added; -U 0 unless given;
-    -u root when running as root, which memcached requires)."""
+    -u root when running as root, which memcached requires); env adds variables."""
     port = free_port()
-    return Server(memcached_argv(port, *args), port, wait=wait)
+    return Server(memcached_argv(port, *args), port, wait=wait, env=env)
 
 
 def start_pair(*args: str):

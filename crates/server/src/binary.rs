@@ -18,6 +18,10 @@ use crate::timing::{self, Class, Proto};
 pub struct BinaryState {
     /// Bytes still to discard (a refused value, or the tail of an unknown command).
     pub swallow: u64,
+    /// With `-S`: this connection authenticated.
+    pub authenticated: bool,
+    /// With `-S`: a PLAIN exchange waits for its SASL_STEP.
+    pub plain_pending: bool,
 }
 
 /// Run as many complete requests from `buf` as `budget` allows; returns bytes consumed.
@@ -43,6 +47,16 @@ pub fn process(
         match parse_header(rest) {
             Ok(None) => break,
             Ok(Some(h)) => {
+                let consistent = u32::from(h.key_len) + u32::from(h.extras_len) <= h.body_len;
+                if ctx.shared.sasl.is_some()
+                    && !st.authenticated
+                    && consistent
+                    && !crate::sasl::allowed_before_auth(h.opcode)
+                {
+                    // memcached's check, from the header alone: refused, then closed.
+                    write_error(out, h.opcode, Status::AuthError, h.opaque);
+                    return (pos, Flow::Close);
+                }
                 if let (Ok(op), true) = (h.check(), rest.len() >= h.head_len()) {
                     let claimed = ctx.shared.sql.as_deref().is_some_and(|sql| {
                         crate::sqlfront::binary_claims(
@@ -80,6 +94,10 @@ pub fn process(
             Ok(Some((req, used))) => {
                 pos += used;
                 *budget -= 1;
+                if let (Some(sasl), true) = (&ctx.shared.sasl, crate::sasl::is_sasl(req.opcode())) {
+                    crate::sasl::execute(sasl, &req, st, out);
+                    continue;
+                }
                 if let Some(sql) = &ctx.shared.sql {
                     if crate::sqlfront::binary_claims(sql, req.opcode(), req.key(), ctx) {
                         if let Some(job) = crate::sqlfront::binary(sql, &req, ctx, out) {

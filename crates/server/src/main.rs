@@ -19,6 +19,7 @@ mod meta;
 mod modes;
 mod mysql;
 mod persistence;
+mod sasl;
 mod shared;
 mod slab;
 mod sqlfront;
@@ -88,6 +89,15 @@ fn run(cfg: Config) -> std::io::Result<()> {
             }
         }
     }
+    if cfg.sasl {
+        match sasl::Sasl::from_env() {
+            Ok(s) => shared.sasl = Some(Arc::new(s)),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(EX_USAGE);
+            }
+        }
+    }
     if cfg.tls.enabled {
         match tls::Tls::new(&cfg.tls, shared.engine.clock().now()) {
             Ok(t) => shared.tls = Some(Arc::new(t)),
@@ -133,7 +143,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
                 let over = if tls { "over TLS" } else { "in clear" };
                 log::info!("listening on TCP {addr} (memcached text, meta and binary protocols, {over})");
                 let client_certs = tls && shared.tls.as_ref().is_some_and(|t| t.requires_client_certs());
-                if shared.auth.is_none() && !client_certs {
+                if shared.auth.is_none() && shared.sasl.is_none() && !client_certs {
                     warn_if_open(addr, "TCP");
                 }
                 let (s, w) = (shared.clone(), workers.clone());

@@ -76,6 +76,8 @@ pub struct Shared {
     pub mysql: Option<Arc<crate::mysql::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.
     pub auth: Option<Arc<crate::auth::AuthFile>>,
+    /// memcached's binary SASL authentication, with `-S`.
+    pub sasl: Option<Arc<crate::sasl::Sasl>>,
     /// TLS on the TCP listeners, with `-Z`.
     pub tls: Option<Arc<crate::tls::Tls>>,
 }
@@ -105,6 +107,7 @@ impl Shared {
             mysql: None,
             auth: None,
             tls: None,
+            sasl: None,
         }
     }
 

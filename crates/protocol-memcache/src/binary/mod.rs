@@ -49,6 +49,7 @@ mod header;
 mod opcode;
 mod request;
 mod response;
+pub mod sasl;
 mod status;
 mod validate;
 

@@ -2,7 +2,7 @@
 //!
 //! Flags that only tune memcached's slab allocator or LRU threads (`-f`, `-n`, `-L`,
 //! `-o slab_*`, `-o hot_lru_pct`, ...) are accepted and ignored: sqlcached has no slab
-//! allocator. Features sqlcached does not have (SASL, memory files, ...) are refused
+//! allocator. Features sqlcached does not have (memory files, ...) are refused
 //! with a message rather than silently ignored.
 
 use std::fmt;
@@ -42,6 +42,8 @@ pub struct Config {
     pub listen: Vec<String>,
     /// Unix socket path (`-s`); disables network listeners.
     pub unix_socket: Option<String>,
+    /// `-S`: memcached's binary SASL authentication (passwords from `MEMCACHED_SASL_PWDB`).
+    pub sasl: bool,
     /// `-Y FILE`: memcached's ASCII authentication with this `user:password` file.
     pub auth_file: Option<String>,
     /// Unix socket permissions (`-a`, octal).
@@ -122,6 +124,7 @@ impl Default for Config {
             listen: Vec::new(),
             unix_socket: None,
             auth_file: None,
+            sasl: false,
             unix_mask: 0o700,
             enable_shutdown: false,
             memory_limit: 64 * 1024 * 1024,
@@ -433,9 +436,7 @@ impl Config {
                     c.mysql.set(&flag, &val(&mut p)?)?;
                 }
                 Short('d') | Long("daemon") => c.daemonize = true,
-                Short('S') | Long("enable-sasl") => {
-                    return Err("-S: SASL authentication is not supported by sqlcached".into())
-                }
+                Short('S') | Long("enable-sasl") => c.sasl = true,
                 Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),
                 Short('Z') | Long("enable-ssl") => c.tls.enabled = true,
                 Short('e') | Long("memory-file") => {
@@ -457,6 +458,19 @@ impl Config {
                 .into());
         }
         c.mysql.validate()?;
+        if c.sasl {
+            // memcached's rules: SASL is binary-only, and UDP cannot carry it.
+            if c.protocol == Protocol::Ascii {
+                return Err("ERROR: You cannot allow the ASCII protocol while using SASL.".into());
+            }
+            if c.auth_file.is_some() {
+                return Err("-S and -Y cannot be combined: choose binary SASL or ASCII authentication".into());
+            }
+            c.protocol = Protocol::Binary;
+            if c.udp_port != 0 {
+                return Err("ERROR: Cannot enable UDP while using binary SASL authentication.".into());
+            }
+        }
         if c.auth_file.is_some() && c.udp_port != 0 {
             return Err("Cannot use UDP with ascii authentication enabled (-U 0 to disable)".into());
         }
@@ -512,6 +526,9 @@ fn usage() -> String {
 -B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto)
 -I, --max-item-size=<num> adjusts max item size (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable flush_all command
+-S, --enable-sasl         turn on binary SASL authentication (PLAIN; passwords from the
+                          user:password file named by the environment variable
+                          MEMCACHED_SASL_PWDB)
 -Y, --auth-file=<file>    (EXPERIMENTAL) enable ASCII protocol authentication. format:
                           user:pass\nuser2:pass2\n (reloaded on SIGHUP)
 -D, --prefix-delimiter=<char> delimiter between key prefixes and IDs for 'stats detail'

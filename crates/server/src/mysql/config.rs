@@ -167,7 +167,9 @@ impl MysqlConfig {
                 .into());
         }
         if self.listen.is_none() && (self.tls_cert.is_some() || self.backend_tls != BackendTls::Off) {
-            return Err("--mysql-tls-* and --mysql-backend-tls apply to the MySQL proxy: give --mysql-listen too".into());
+            return Err(
+                "--mysql-tls-* and --mysql-backend-tls apply to the MySQL proxy: give --mysql-listen too".into()
+            );
         }
         if self.cache_limit > self.cache_size {
             return Err("--query-cache-limit cannot be larger than --query-cache-size".into());

@@ -24,7 +24,11 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     let mut client = Wire::new(sock);
     // Until the login is done: small packets only, and all of it within the connect timeout.
     client.set_limit(MAX_LOGIN_MESSAGE);
-    let login = tokio::time::timeout(proxy.connect_timeout, handshake::establish(&mut client, &proxy.backend, &proxy.tls, &proxy.counters)).await;
+    let login = tokio::time::timeout(
+        proxy.connect_timeout,
+        handshake::establish(&mut client, &proxy.backend, &proxy.tls, &proxy.counters),
+    )
+    .await;
     let login = match login {
         Ok(r) => r,
         Err(_) => {

@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering;
 
 use super::counters::Counters;
 use super::errors::{self, err_packet};
-use super::tls::ProxyTls;
 use super::reply::status_of;
+use super::tls::ProxyTls;
 use super::wire::{first_payload, Wire};
 
 /// Capabilities removed from the greeting and the client's response: TLS and compression
@@ -78,12 +78,7 @@ pub enum Outcome {
 
 /// Connects to `backend` and runs the handshake and authentication for `client`, with
 /// TLS on either link as `tls` says.
-pub async fn establish(
-    client: &mut Wire,
-    backend: &str,
-    tls: &ProxyTls,
-    counters: &Counters,
-) -> io::Result<Outcome> {
+pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counters: &Counters) -> io::Result<Outcome> {
     let sock = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return refuse_before_greeting(client, backend, &e.to_string()).await,
@@ -177,7 +172,9 @@ pub async fn establish(
     if let Some((connector, name)) = &tls.connector {
         if !backend_offers_tls {
             counters.backend_ssl_errors.fetch_add(1, Ordering::Relaxed);
-            log::warn!("mysql proxy: backend {backend} does not offer TLS and --mysql-backend-tls is set: login refused");
+            log::warn!(
+                "mysql proxy: backend {backend} does not offer TLS and --mysql-backend-tls is set: login refused"
+            );
             let msg = format!("sqlcached: the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)");
             let mut out = Vec::new();
             err_packet(&mut out, seq.wrapping_add(1), errors::CONNECT_FAILED, b"08S01", &msg, server_caps);

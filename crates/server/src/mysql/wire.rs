@@ -34,7 +34,13 @@ pub struct Wire {
 impl Wire {
     /// Wraps a connected socket.
     pub fn new(sock: TcpStream) -> Wire {
-        Wire { sock: Stream::Plain(sock), buf: Vec::with_capacity(16 * 1024), start: 0, limit: MAX_MESSAGE, read_timeout: None }
+        Wire {
+            sock: Stream::Plain(sock),
+            buf: Vec::with_capacity(16 * 1024),
+            start: 0,
+            limit: MAX_MESSAGE,
+            read_timeout: None,
+        }
     }
 
     /// The server side of a client's TLS handshake, after its SSLRequest; bytes of the

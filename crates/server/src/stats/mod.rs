@@ -66,6 +66,9 @@ pub fn reset(ctx: &Ctx<'_>) {
     if let Some(auth) = &ctx.shared.auth {
         auth.reset();
     }
+    if let Some(sasl) = &ctx.shared.sasl {
+        sasl.reset();
+    }
 }
 
 /// The `stats [sub]` reports made of figures (general, `settings`, `items`, `slabs`,
@@ -148,8 +151,11 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
     let auth = |f: fn(&crate::auth::AuthFile) -> &std::sync::atomic::AtomicU64| {
         sh.auth.as_deref().map_or(0, |a| f(a).load(Ordering::Relaxed))
     };
-    sink.stat("auth_cmds", Kind::Counter, &auth(|a| &a.cmds));
-    sink.stat("auth_errors", Kind::Counter, &auth(|a| &a.errors));
+    let sasl = |f: fn(&crate::sasl::Sasl) -> &std::sync::atomic::AtomicU64| {
+        sh.sasl.as_deref().map_or(0, |a| f(a).load(Ordering::Relaxed))
+    };
+    sink.stat("auth_cmds", Kind::Counter, &(auth(|a| &a.cmds) + sasl(|s| &s.cmds)));
+    sink.stat("auth_errors", Kind::Counter, &(auth(|a| &a.errors) + sasl(|s| &s.errors)));
     sink.stat("bytes_read", Kind::Counter, &sh.sum(|w| &w.bytes_read));
     sink.stat("bytes_written", Kind::Counter, &sh.sum(|w| &w.bytes_written));
     sink.stat("limit_maxbytes", Kind::Gauge, &e.limit_maxbytes);
@@ -209,7 +215,7 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("cas_enabled", &yn(!c.disable_cas));
     s("tcp_backlog", &c.backlog);
     s("binding_protocol", &c.protocol);
-    s("auth_enabled_sasl", &"no");
+    s("auth_enabled_sasl", &yn(shared.sasl.is_some()));
     // memcached shows the file's path here when -Y is on.
     s("auth_enabled_ascii", &shared.auth.as_ref().map_or("no", |a| a.path.as_str()));
     s("item_size_max", &c.item_size_max);
