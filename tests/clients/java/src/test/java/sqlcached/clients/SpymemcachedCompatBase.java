@@ -442,12 +442,14 @@ abstract class SpymemcachedCompatBase {
     /**
      * All TTL behaviour in one test so the suite sleeps only once per protocol. Items that must
      * still be there a few milliseconds later are set with 2 s, not 1 s: memcached's clock ticks
-     * once a second, so a 1 s item can expire right after its set (seen in CI).
+     * once a second, so a 1 s item can expire right after its set (seen in CI). The absolute
+     * time stays now + 1 s: the server's clock lags by up to a second, so a later absolute
+     * time could outlive the 2.1 s sleep.
      */
     @Test
     void expiryTouchAndGetAndTouch() throws Exception {
         assertTrue(set(p + "exp1", 2, "short"));
-        assertTrue(set(p + "abs", (int) (System.currentTimeMillis() / 1000 + 2), "absolute"));
+        assertTrue(set(p + "abs", (int) (System.currentTimeMillis() / 1000 + 1), "absolute"));
         assertTrue(set(p + "forever", 0, "forever"));
         assertTrue(set(p + "hour", 3600, "hour"));
         assertEquals("short", mc.get(p + "exp1"));
