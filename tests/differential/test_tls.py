@@ -372,3 +372,14 @@ def test_config_file_form(certs, tmp_path):
                  f'ssl_key = "{certs["server_key"]}", ssl_session_cache = true }}\n')
     with start_sqlcached("--config", str(f)) as s:
         assert tls_session(s.port, [b"version\r\n"], client_context(certs)) == [b"VERSION 1.6.18\r\n"]
+
+
+def test_check_config_loads_the_certificates(certs):
+    """--check-config says whether -Z's files load and match, without serving."""
+    from harness.servers import sqlcached_bin
+    ok = subprocess.run([sqlcached_bin(), "-Z", "-o", tls_opts(certs), "--check-config"], capture_output=True,
+                        text=True, timeout=20)
+    assert ok.returncode == 0 and "ok:   -Z:" in ok.stdout, ok
+    bad = subprocess.run([sqlcached_bin(), "-Z", "-o", tls_opts(certs, ssl_key=certs["other_key"]), "--check-config"],
+                         capture_output=True, text=True, timeout=20)
+    assert bad.returncode == 78 and "key values mismatch" in bad.stdout, bad

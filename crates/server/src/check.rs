@@ -48,6 +48,24 @@ pub fn run(cfg: &Config) -> bool {
             Err(e) => say(false, format!("--containers {path}: {e}")),
         }
     }
+    if cfg.tls.enabled {
+        match crate::tls::Tls::new(&cfg.tls, 0) {
+            Ok(_) => say(true, "-Z: certificate, key and CA files load and match".into()),
+            Err(e) => say(false, format!("-Z: {e}")),
+        }
+    }
+    if cfg.sasl {
+        match crate::sasl::Sasl::from_env() {
+            Ok(s) => say(true, format!("-S: password file {} is readable", s.path)),
+            Err(e) => say(false, e),
+        }
+    }
+    if cfg.mysql.listen.is_some() && (cfg.mysql.tls_cert.is_some() || cfg.mysql.backend_tls_ca.is_some()) {
+        match crate::mysql::tls::ProxyTls::new(&cfg.mysql) {
+            Ok(_) => say(true, "MySQL proxy TLS: certificate, key and CA files load and match".into()),
+            Err(e) => say(false, format!("MySQL proxy TLS: {e}")),
+        }
+    }
     if let Some(backend) = &cfg.mysql.backend {
         match reachable(backend) {
             Ok(()) => say(true, format!("--mysql-backend {backend}: accepts connections")),
