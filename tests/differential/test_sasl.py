@@ -173,3 +173,14 @@ def test_no_open_port_warning_with_sasl(sasl_env, tmp_path):
         pass
     text = log.read_text()
     assert "listening on TCP 0.0.0.0" in text and "no authentication" not in text, text
+
+
+def test_oversized_sasl_data_is_not_buffered(pair):
+    """Bounded before authentication: a SASL_AUTH claiming 100 MB is refused from its header
+    ("Out of memory", as memcached answers SASL data it cannot put in an item) and its body
+    skipped as it arrives. memcached 1.6.18 instead reads such a body into a chunked item
+    (up to its -m), so this one is sqlcached's own."""
+    mc, sq = pair
+    head = struct.pack(">BBHBBHIIQ", 0x80, AUTH, 5, 0, 0, 0, 100_000_000, 3, 0) + b"PLAIN"
+    got = chunked_session(sq.port, [head + b"\0" * 1000])[0]
+    assert got[:2] == b"\x81\x21" and got[6:8] == b"\x00\x82" and got.endswith(b"Out of memory"), got

@@ -57,6 +57,17 @@ pub fn process(
                     write_error(out, h.opcode, Status::AuthError, h.opaque);
                     return (pos, Flow::Close);
                 }
+                if ctx.shared.sasl.is_some()
+                    && matches!(h.opcode, 0x21 | 0x22)
+                    && h.body_len as usize > ctx.shared.cfg.item_size_max
+                {
+                    // memcached reads SASL data into an item: one too large is "Out of
+                    // memory" and skipped, never buffered (bounded before authentication).
+                    write_error(out, h.opcode, Status::OutOfMemory, h.opaque);
+                    st.swallow = h.frame_len();
+                    *budget -= 1;
+                    continue;
+                }
                 if let (Ok(op), true) = (h.check(), rest.len() >= h.head_len()) {
                     let claimed = ctx.shared.sql.as_deref().is_some_and(|sql| {
                         crate::sqlfront::binary_claims(
