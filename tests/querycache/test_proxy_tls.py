@@ -2,9 +2,11 @@
 certificates made by `openssl`: the proxy terminates the client's TLS (so it still caches),
 encrypts its own link to the backend when asked (verify-ca / verify-full against a CA), and
 says clearly when either side cannot have the TLS asked for."""
+import os
 import shutil
 import subprocess
 import ssl
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -239,3 +241,51 @@ def test_misconfiguration_stops_the_start(mariadb, certs, args, msg):
                           "--mysql-backend", f"127.0.0.1:{mariadb.port}", *args)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert p.returncode != 0 and msg in p.stderr, (p.returncode, p.stderr)
+
+
+# -- clear-text passwords over TLS ---------------------------------------------------------
+
+PAM_SERVICE = "/etc/pam.d/sqlcached-test-clear"
+PAM_PLUGIN = any(Path(d, "auth_pam.so").exists() for d in ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin"))
+
+
+@pytest.fixture(scope="module")
+def pam_mariadb(tmp_path_factory):
+    """A MariaDB whose user `pamuser` authenticates through PAM with the mysql_clear_password
+    client plugin (pam_use_cleartext_plugin): a PAM service whose pam_exec script accepts
+    the password `clear-pw`."""
+    if not PAM_PLUGIN or not os.access("/etc/pam.d", os.W_OK):
+        pytest.skip("needs MariaDB's auth_pam plugin and a writable /etc/pam.d (root)")
+    d = tmp_path_factory.mktemp("pam")
+    check = d / "check.sh"
+    check.write_text('#!/bin/sh\nread -r pw\n[ "$pw" = "clear-pw" ]\n')
+    check.chmod(0o755)
+    Path(PAM_SERVICE).write_text(f"auth required pam_exec.so expose_authtok quiet {check}\n"
+                                 "account required pam_permit.so\n")
+    try:
+        with start_mariadb(extra_args="--plugin-load-add=auth_pam --pam-use-cleartext-plugin") as db:
+            db.sql("CREATE DATABASE qc; CREATE TABLE qc.t (id INT PRIMARY KEY, v VARCHAR(20));"
+                   "INSERT INTO qc.t VALUES (1, 'one');"
+                   f"CREATE USER pamuser@'%' IDENTIFIED VIA pam USING '{Path(PAM_SERVICE).name}';"
+                   "GRANT SELECT ON qc.* TO pamuser@'%';")
+            yield db
+    finally:
+        Path(PAM_SERVICE).unlink(missing_ok=True)
+
+
+def test_mysql_clear_password_over_tls(pam_mariadb, certs):
+    """The backend asks for mysql_clear_password (an auth switch the proxy relays untouched);
+    over the client's TLS session PyMySQL sends the password encrypted, and the right one
+    logs in through the proxy while a wrong one is denied as MariaDB denies it."""
+    with start_proxy(pam_mariadb, *tls_args(certs), online=False) as px:
+        c = pymysql_tls(px, certs, user="pamuser", password="clear-pw")
+        try:
+            assert c._sock.version() == "TLSv1.3"
+            cur = c.cursor()
+            cur.execute("SELECT CURRENT_USER(), v FROM qc.t WHERE id = 1")
+            assert cur.fetchall() == (("pamuser@%", "one"),)
+        finally:
+            c.close()
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            pymysql_tls(px, certs, user="pamuser", password="wrong")
+        assert e.value.args[0] == 1045, e.value
