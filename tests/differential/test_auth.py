@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.servers import (chunked_session, free_port, memcached_argv, sqlcached_argv,  # noqa: E402
+from harness.servers import (assert_same_sessions, chunked_session, free_port, memcached_argv, sqlcached_argv,  # noqa: E402
                              start_memcached, start_sqlcached)
 
 # Each session: chunks sent one at a time, the reply read after each (a short pause lets
@@ -63,9 +63,7 @@ def pair(authfile):
 @pytest.mark.parametrize("i", range(len(SESSIONS)))
 def test_session_matches_memcached(pair, i):
     mc, sq = pair
-    want = run_session(mc.port, SESSIONS[i])
-    got = run_session(sq.port, SESSIONS[i])
-    assert got == want, f"session {i}: {SESSIONS[i]}\nmemcached: {want}\nsqlcached: {got}"
+    assert_same_sessions(mc.port, sq.port, SESSIONS[i])
 
 
 def stats(port, sub=b""):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.servers import (Server, chunked_session, free_port, memcached_argv, sqlcached_argv,  # noqa: E402
-                             sqlcached_bin, start_memcached, start_sqlcached)
+from harness.servers import (Server, assert_same_sessions, chunked_session, free_port,  # noqa: E402
+                             memcached_argv, sqlcached_argv, sqlcached_bin, start_memcached, start_sqlcached)
 
 SASLPASSWD = shutil.which("saslpasswd2") or "/usr/sbin/saslpasswd2"
 USERS = {"alice": "secret", "bob": "pw2"}
@@ -96,9 +96,7 @@ def pair(sasl_env):
 @pytest.mark.parametrize("i", range(len(SESSIONS)))
 def test_session_matches_memcached(pair, i):
     mc, sq = pair
-    want = chunked_session(mc.port, SESSIONS[i])
-    got = chunked_session(sq.port, SESSIONS[i])
-    assert got == want, f"session {i}\nmemcached: {want}\nsqlcached: {got}"
+    assert_same_sessions(mc.port, sq.port, SESSIONS[i])
 
 
 def binary_stats(port, sub=b""):

@@ -16,11 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.certs import client_context, make_certs  # noqa: E402
-from harness.servers import (chunked_session, free_port, memcached_argv, sqlcached_argv,  # noqa: E402
-                             start_memcached, start_sqlcached)
-
-FAILED = "<handshake failed>"
-
+from harness.servers import (FAILED, assert_same_sessions, chunked_session, free_port,  # noqa: E402
+                             memcached_argv, sqlcached_argv, start_memcached, start_sqlcached)
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
@@ -44,38 +41,8 @@ def start_both(certs, *args, **opts):
 
 
 def tls_session(port, chunks, ctx, pause=0.1):
-    """chunked_session over TLS: each chunk's reply; FAILED when the handshake (or, in TLS
-    1.3, the first read after it, where a refused client certificate shows) fails."""
-    out = []
-    try:
-        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s = ctx.wrap_socket(raw, server_hostname="localhost")
-    except (ssl.SSLError, ConnectionError, OSError):
-        return [FAILED]
-    with s:
-        s.settimeout(0.25)
-        for c in chunks:
-            try:
-                s.sendall(c)
-            except (ssl.SSLError, ConnectionError, OSError):
-                out.append(FAILED)
-                break
-            time.sleep(pause)
-            got = b""
-            try:
-                while True:
-                    part = s.recv(65536)
-                    if not part:
-                        got += b"<closed>"
-                        break
-                    got += part
-            except (socket.timeout, TimeoutError):
-                pass
-            except (ssl.SSLError, ConnectionError, OSError):
-                out.append(FAILED)
-                break
-            out.append(got)
-    return out
+    """chunked_session over TLS (FAILED when the handshake fails)."""
+    return chunked_session(port, chunks, pause, tls=ctx)
 
 
 def plain_attempt(port, data):
@@ -127,12 +94,9 @@ def pair(certs):
 
 @pytest.mark.parametrize("i", range(len(SESSIONS)))
 def test_session_over_tls_matches_memcached(pair, certs, i):
-    ctx = client_context(certs)
     mc, sq = pair
-    want = tls_session(mc.port, SESSIONS[i], ctx)
-    got = tls_session(sq.port, SESSIONS[i], ctx)
+    want = assert_same_sessions(mc.port, sq.port, SESSIONS[i], tls=client_context(certs))
     assert FAILED not in want
-    assert got == want, f"session {i}\nmemcached: {want!r:.600}\nsqlcached: {got!r:.600}"
 
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
@@ -156,9 +120,8 @@ def test_plain_client_on_tls_port_is_reset_like_memcached(pair, data):
 
 
 def test_notls_listener_speaks_plain_text(pair):
-    chunks = [b"set n 0 0 1\r\nv\r\n", b"get n\r\n", b"version\r\n"]
     mc, sq = pair
-    assert chunked_session(sq.plain, chunks) == chunked_session(mc.plain, chunks)
+    assert_same_sessions(mc.plain, sq.plain, [b"set n 0 0 1\r\nv\r\n", b"get n\r\n", b"version\r\n"])
 
 
 def test_stats_and_settings_match_memcached(pair):

@@ -71,3 +71,8 @@ def client_context(certs: dict, cert: str = "", key: str = "", min_version=None,
     if max_version is not None:
         ctx.maximum_version = max_version
     return ctx
+
+
+def proxy_tls_args(certs: dict) -> list:
+    """The flags that make sqlcached's MySQL proxy offer TLS with the test server certificate."""
+    return ["--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"]]

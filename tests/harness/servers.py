@@ -2,6 +2,7 @@
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -213,15 +214,33 @@ def start_pair(*args: str):
     return mc, sq
 
 
-def chunked_session(port: int, chunks, pause: float = 0.1) -> list:
+FAILED = "<handshake failed>"
+
+
+def chunked_session(port: int, chunks, pause: float = 0.1, tls=None) -> list:
     """Send each chunk of bytes on one connection and collect what the server answered to it
     (read until it stays quiet for 0.25 s after a `pause`); `<closed>` marks a close. For
-    comparing two servers reply by reply, quirks of batching included."""
+    comparing two servers reply by reply, quirks of batching included.
+
+    With `tls` (an ssl.SSLContext) the session runs over TLS to `localhost`; then a failed
+    handshake (or, in TLS 1.3, the first read after it, where a refused client certificate
+    shows) ends the list with FAILED instead of raising."""
+    errors = (ssl.SSLError, ConnectionError, OSError) if tls else ()
     out = []
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if tls:
+            s = tls.wrap_socket(s, server_hostname="localhost")
+    except errors:
+        return [FAILED]
+    with s:
         s.settimeout(0.25)
         for c in chunks:
-            s.sendall(c)
+            try:
+                s.sendall(c)
+            except errors:
+                out.append(FAILED)
+                break
             time.sleep(pause)
             got = b""
             try:
@@ -231,7 +250,19 @@ def chunked_session(port: int, chunks, pause: float = 0.1) -> list:
                         got += b"<closed>"
                         break
                     got += part
-            except socket.timeout:
+            except (socket.timeout, TimeoutError):
                 pass
+            except errors:
+                out.append(FAILED)
+                break
             out.append(got)
     return out
+
+
+def assert_same_sessions(memcached_port: int, sqlcached_port: int, chunks, **kw) -> list:
+    """Run the same chunked session against memcached and sqlcached and assert the replies
+    are identical, byte for byte; returns memcached's."""
+    want = chunked_session(memcached_port, chunks, **kw)
+    got = chunked_session(sqlcached_port, chunks, **kw)
+    assert got == want, f"session {chunks!r:.300}\nmemcached: {want!r:.800}\nsqlcached: {got!r:.800}"
+    return want

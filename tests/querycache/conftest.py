@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.certs import make_certs, proxy_tls_args  # noqa: E402
 from harness.mariadb import start_mariadb  # noqa: E402
 from harness.mysqlproxy import connect, start_proxy  # noqa: E402
 
@@ -53,6 +54,21 @@ def proxy(request, mariadb, tmp_path_factory):
         yield px
     if request.session.testsfailed:
         print(f"sqlcached log: {log}")
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """Test certificates made with openssl (harness/certs.py)."""
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def tls_proxy(request, mariadb, certs, tmp_path_factory):
+    """Like `proxy`, but offering TLS to clients (optional for them)."""
+    log = tmp_path_factory.mktemp("tlsproxy") / "sqlcached.log"
+    online = getattr(request.module, "PROXY_ONLINE", True)
+    with start_proxy(mariadb, *proxy_tls_args(certs), log=log, online=online) as px:
+        yield px
 
 
 @pytest.fixture

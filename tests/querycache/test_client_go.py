@@ -13,25 +13,13 @@ import pytest
 
 MODULE = Path(__file__).resolve().parents[1] / "clients" / "mysql" / "go"
 
-from harness.certs import make_certs  # noqa: E402
-from harness.mysqlproxy import start_proxy  # noqa: E402
+# passthrough only: no need to wait for the binlog follower
+PROXY_ONLINE = False
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_certs(tmp_path_factory.mktemp("certs"))
-
-
-@pytest.fixture(scope="module")
-def proxy(mariadb, certs):
-    """The proxy with TLS offered (optional): the plain tests and TestTLSCustom share it.
-    Passthrough only: no need to wait for the binlog follower."""
-    with start_proxy(mariadb, "--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"],
-                     online=False) as px:
-        yield px
-
-
-def test_go_sql_driver(proxy, mariadb, certs):
+def test_go_sql_driver(tls_proxy, mariadb, certs):
+    """The plain tests and TestTLSCustom share one proxy that offers TLS."""
+    proxy = tls_proxy
     go = shutil.which("go") or next((g for g in ("/usr/local/go/bin/go",) if os.access(g, os.X_OK)), None)
     if go is None:
         pytest.skip("Go toolchain (go) is not installed: run .ci/deps-clients.sh")

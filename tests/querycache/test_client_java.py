@@ -13,32 +13,21 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1] / "clients" / "mysql" / "java"
 REPORTS = PROJECT / "target" / "surefire-reports"
 
-from harness.certs import make_certs  # noqa: E402
-from harness.mysqlproxy import start_proxy  # noqa: E402
+# passthrough only: no need to wait for the binlog follower
+PROXY_ONLINE = False
 
 
 @pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    """Test certificates, and PKCS12 trust stores (keytool) for the test CA and a rogue one."""
-    d = tmp_path_factory.mktemp("certs")
-    c = make_certs(d)
+def truststores(certs, tmp_path_factory):
+    """PKCS12 trust stores (keytool) holding the test CA, and a rogue CA."""
+    d = tmp_path_factory.mktemp("truststores")
     keytool = shutil.which("keytool")
     if keytool:
-        for name, ca in (("trust.p12", c["ca"]), ("rogue.p12", c["rogue_ca"])):
+        for name, ca in (("trust.p12", certs["ca"]), ("rogue.p12", certs["rogue_ca"])):
             subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", ca, "-keystore",
                             str(d / name), "-storetype", "PKCS12", "-storepass", "changeit"],
                            check=True, capture_output=True, timeout=120)
-    c["truststore"], c["rogue_truststore"] = str(d / "trust.p12"), str(d / "rogue.p12")
-    return c
-
-
-@pytest.fixture(scope="module")
-def proxy(mariadb, certs):
-    """The proxy with TLS offered (optional), shared by the plain tests and tlsVerifyCa.
-    Passthrough only: no need to wait for the binlog follower."""
-    with start_proxy(mariadb, "--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"],
-                     online=False) as px:
-        yield px
+    return str(d / "trust.p12"), str(d / "rogue.p12")
 
 
 def failures() -> str:
@@ -54,13 +43,15 @@ def failures() -> str:
     return "\n".join(lines) or "  (no surefire report: see the maven output)"
 
 
-def test_connector_j(proxy, mariadb, certs):
+def test_connector_j(tls_proxy, mariadb, truststores):
+    """The plain tests and tlsVerifyCa share one proxy that offers TLS."""
+    proxy = tls_proxy
     mvn = shutil.which("mvn")
     if mvn is None or shutil.which("java") is None:
         pytest.skip("Maven/Java not installed: run .ci/deps-clients.sh")
     env = dict(os.environ, PROXY_ADDR=proxy.mysql_addr, DIRECT_ADDR=f"127.0.0.1:{mariadb.port}",
                MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password, MYSQL_DB="qc",
-               TLS_TRUSTSTORE=certs["truststore"], TLS_ROGUE_TRUSTSTORE=certs["rogue_truststore"])
+               TLS_TRUSTSTORE=truststores[0], TLS_ROGUE_TRUSTSTORE=truststores[1])
     shutil.rmtree(REPORTS, ignore_errors=True)
     cmd = [mvn, "-q", "-B", "-Dstyle.color=never", "test"]
     p = subprocess.run(cmd, cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -11,30 +11,13 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from harness.certs import make_certs
+from harness.certs import proxy_tls_args as tls_args
 from harness.mariadb import start_mariadb
 from harness.mysqlproxy import start_proxy
 
 from qchelpers import until_hit  # noqa: E402
 
-PROXY_ONLINE = False
 CLIENT = shutil.which("mariadb") or shutil.which("mysql")
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_certs(tmp_path_factory.mktemp("certs"))
-
-
-def tls_args(certs):
-    return ["--mysql-tls-cert", certs["server_crt"], "--mysql-tls-key", certs["server_key"]]
-
-
-@pytest.fixture(scope="module")
-def tls_proxy(mariadb, certs, tmp_path_factory):
-    log = tmp_path_factory.mktemp("tlsproxy") / "sqlcached.log"
-    with start_proxy(mariadb, *tls_args(certs), log=log) as px:
-        yield px
 
 
 def pymysql_tls(px, certs, **kw):
