@@ -10,6 +10,7 @@ use protocol_memcache::binary::{
 };
 
 use crate::ctx::{Ctx, Flow};
+use crate::sasl::Gate;
 use crate::text::VERSION;
 use crate::timing::{self, Class, Proto};
 
@@ -47,26 +48,20 @@ pub fn process(
         match parse_header(rest) {
             Ok(None) => break,
             Ok(Some(h)) => {
-                let consistent = u32::from(h.key_len) + u32::from(h.extras_len) <= h.body_len;
-                if ctx.shared.sasl.is_some()
-                    && !st.authenticated
-                    && consistent
-                    && !crate::sasl::allowed_before_auth(h.opcode)
-                {
-                    // memcached's check, from the header alone: refused, then closed.
-                    write_error(out, h.opcode, Status::AuthError, h.opaque);
-                    return (pos, Flow::Close);
-                }
-                if ctx.shared.sasl.is_some()
-                    && matches!(h.opcode, 0x21 | 0x22)
-                    && h.body_len as usize > ctx.shared.cfg.item_size_max
-                {
-                    // memcached reads SASL data into an item: one too large is "Out of
-                    // memory" and skipped, never buffered (bounded before authentication).
-                    write_error(out, h.opcode, Status::OutOfMemory, h.opaque);
-                    st.swallow = h.frame_len();
-                    *budget -= 1;
-                    continue;
+                if ctx.shared.sasl.is_some() {
+                    match crate::sasl::gate(&h, st.authenticated, ctx.shared.cfg.item_size_max) {
+                        Gate::Pass => {}
+                        Gate::Refuse => {
+                            write_error(out, h.opcode, Status::AuthError, h.opaque);
+                            return (pos, Flow::Close);
+                        }
+                        Gate::TooLarge => {
+                            write_error(out, h.opcode, Status::OutOfMemory, h.opaque);
+                            st.swallow = h.frame_len();
+                            *budget -= 1;
+                            continue;
+                        }
+                    }
                 }
                 if let (Ok(op), true) = (h.check(), rest.len() >= h.head_len()) {
                     let claimed = ctx.shared.sql.as_deref().is_some_and(|sql| {

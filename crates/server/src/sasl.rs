@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use protocol_memcache::binary::sasl::{parse_plain, pwdb_allows, MAX_SASL_MECH_LEN, MECHANISMS};
-use protocol_memcache::binary::{write_error, write_response, Opcode, Request, Status};
+use protocol_memcache::binary::{write_error, write_response, Opcode, Request, RequestHeader, Status};
 
 use crate::binary::BinaryState;
 
@@ -63,9 +63,30 @@ impl Sasl {
     }
 }
 
-/// Whether the opcode may run before authentication.
-pub fn allowed_before_auth(opcode: u8) -> bool {
-    matches!(opcode, 0x20..=0x22) || opcode == u8::from(Opcode::Version)
+/// What `-S` does with a request from its header alone, before the body is read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Go on: parse and run it.
+    Pass,
+    /// Not authenticated and not a command allowed before: "Auth failure.", then close.
+    Refuse,
+    /// SASL data larger than `-I`: "Out of memory", the frame skipped, never buffered
+    /// (memcached reads SASL data into an item); keeps unauthenticated memory bounded.
+    TooLarge,
+}
+
+/// memcached's check in `dispatch_bin_command`, plus the bound on SASL data.
+pub fn gate(h: &RequestHeader, authenticated: bool, item_size_max: usize) -> Gate {
+    let sasl = [Opcode::SaslListMechs, Opcode::SaslAuth, Opcode::SaslStep].map(u8::from);
+    let consistent = u32::from(h.key_len) + u32::from(h.extras_len) <= h.body_len;
+    let allowed = sasl.contains(&h.opcode) || h.opcode == u8::from(Opcode::Version);
+    if !authenticated && consistent && !allowed {
+        Gate::Refuse
+    } else if sasl[1..].contains(&h.opcode) && h.body_len as usize > item_size_max {
+        Gate::TooLarge
+    } else {
+        Gate::Pass
+    }
 }
 
 /// Whether the opcode is one of the SASL commands.
@@ -131,5 +152,35 @@ fn plain(sasl: &Sasl, msg: &[u8]) -> bool {
             ok
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol_memcache::binary::parse_header;
+
+    fn header(opcode: u8, key_len: u16, body_len: u32) -> RequestHeader {
+        let mut b = vec![0x80, opcode];
+        b.extend(key_len.to_be_bytes());
+        b.extend([0, 0, 0, 0]);
+        b.extend(body_len.to_be_bytes());
+        b.extend([0; 12]);
+        parse_header(&b).unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_gate_reads_only_the_header() {
+        // Before authentication: SASL and VERSION pass, the rest is refused.
+        assert_eq!(gate(&header(0x0b, 0, 0), false, 1024), Gate::Pass);
+        assert_eq!(gate(&header(0x21, 5, 20), false, 1024), Gate::Pass);
+        assert_eq!(gate(&header(0x00, 1, 1), false, 1024), Gate::Refuse);
+        assert_eq!(gate(&header(0x00, 1, 1), true, 1024), Gate::Pass);
+        // Lengths that do not add up are left to the parser (Unknown command, close).
+        assert_eq!(gate(&header(0x00, 9, 1), false, 1024), Gate::Pass);
+        // SASL data over -I is never buffered.
+        assert_eq!(gate(&header(0x21, 5, 100_000_000), false, 1024), Gate::TooLarge);
+        assert_eq!(gate(&header(0x22, 5, 1025), true, 1024), Gate::TooLarge);
+        assert_eq!(gate(&header(0x20, 0, 100_000_000), false, 1024), Gate::Pass);
     }
 }

@@ -62,14 +62,12 @@ impl Tls {
         Ok(())
     }
 
-    /// Run the server side of the handshake on `sock`. A failed handshake is counted and
-    /// the socket closed with a reset (as memcached's close leaves unread bytes behind).
-    pub async fn accept<S>(&self, sock: S, reset_on_error: impl FnOnce(&S)) -> Option<TlsStream<S>>
+    /// Run the server side of the handshake on `sock`; a failed handshake is counted.
+    pub async fn accept<S>(&self, sock: S) -> Option<TlsStream<S>>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let acceptor = TlsAcceptor::from(self.current.read().clone());
-        reset_on_error(&sock);
         match acceptor.accept(sock).await {
             Ok(mut s) => {
                 s.get_mut().1.set_buffer_limit(Some(self.settings.wbuf_size.max(4096) as usize));

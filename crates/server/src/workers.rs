@@ -129,19 +129,17 @@ async fn tls_handshake(
     let tls = shared.tls.as_ref()?;
     s.set_nonblocking(true).ok()?;
     let s = tokio::net::TcpStream::from_std(s).ok()?;
-    let reset = |s: &tokio::net::TcpStream| {
-        let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
-    };
+    // Until the handshake succeeds, dropping the socket resets it.
+    let _ = socket2::SockRef::from(&s).set_linger(Some(std::time::Duration::ZERO));
     let handshake = async {
         // A client speaking plain memcached on a TLS port (its first byte is not a TLS
         // handshake record) is reset without a TLS alert, as OpenSSL does in memcached.
         let mut first = [0u8; 1];
         if s.peek(&mut first).await.ok()? == 1 && first[0] != crate::tls::HANDSHAKE_RECORD {
             tls.handshake_errors.fetch_add(1, Ordering::Relaxed);
-            reset(&s);
             return None;
         }
-        tls.accept(s, reset).await
+        tls.accept(s).await
     };
     let stream = match shared.cfg.idle_timeout {
         0 => handshake.await,
