@@ -14,7 +14,7 @@ use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -189,14 +189,22 @@ fn pick_suites<'a>(list: &'a str, available: &[SupportedCipherSuite]) -> (Vec<Su
     (chosen, unknown)
 }
 
-/// OpenSSL's name of a TLS 1.2 suite (what `ssl_ciphers` is written in).
+/// OpenSSL's names of the TLS 1.2 suites rustls has (what `ssl_ciphers` is written in).
+const OPENSSL_NAMES: &[(CipherSuite, &str)] = &[
+    (CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, "ECDHE-ECDSA-AES256-GCM-SHA384"),
+    (CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, "ECDHE-ECDSA-AES128-GCM-SHA256"),
+    (CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, "ECDHE-ECDSA-CHACHA20-POLY1305"),
+    (CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, "ECDHE-RSA-AES256-GCM-SHA384"),
+    (CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, "ECDHE-RSA-AES128-GCM-SHA256"),
+    (CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, "ECDHE-RSA-CHACHA20-POLY1305"),
+];
+
+/// OpenSSL's name of a suite, else its IANA name.
 fn suite_name(c: SupportedCipherSuite) -> String {
-    let iana = format!("{:?}", c.suite());
-    let Some(rest) = iana.strip_prefix("TLS_ECDHE_") else { return iana };
-    let rest = rest.replace("_WITH_", "-").replace("_SHA256", "-SHA256").replace("_SHA384", "-SHA384");
-    let rest = rest.replace("AES_128_GCM", "AES128-GCM").replace("AES_256_GCM", "AES256-GCM");
-    let rest = rest.replace("CHACHA20_POLY1305-SHA256", "CHACHA20-POLY1305");
-    format!("ECDHE-{rest}")
+    match OPENSSL_NAMES.iter().find(|(s, _)| *s == c.suite()) {
+        Some((_, name)) => name.to_string(),
+        None => format!("{:?}", c.suite()),
+    }
 }
 
 /// A PEM certificate chain, with memcached's error wording.

@@ -131,10 +131,7 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
         let Some(acceptor) = &tls.acceptor else {
             let msg = "TLS between the client and sqlcached's MySQL proxy is not configured: connect without TLS, \
                        or start sqlcached with --mysql-tls-cert and --mysql-tls-key";
-            let mut out = Vec::new();
-            err_packet(&mut out, seq.wrapping_add(1), errors::NOT_SUPPORTED, b"08004", msg, server_caps);
-            client.write(&out).await?;
-            return Ok(Outcome::Closed);
+            return refuse(client, seq, errors::NOT_SUPPORTED, b"08004", msg, server_caps).await;
         };
         counters.ssl_accepts.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = client.accept_tls(acceptor).await {
@@ -170,16 +167,18 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
     };
     let mut backend_shift = 0u8;
     if let Some((connector, name)) = &tls.connector {
-        if !backend_offers_tls {
+        // No fallback to clear text: the login is refused, counted and logged.
+        let backend_refused = |logged: String, told: String| {
             counters.backend_ssl_errors.fetch_add(1, Ordering::Relaxed);
-            log::warn!(
-                "mysql proxy: backend {backend} does not offer TLS and --mysql-backend-tls is set: login refused"
+            log::warn!("mysql proxy: {logged}: login refused");
+            format!("sqlcached: {told}")
+        };
+        if !backend_offers_tls {
+            let msg = backend_refused(
+                format!("backend {backend} does not offer TLS and --mysql-backend-tls is set"),
+                format!("the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)"),
             );
-            let msg = format!("sqlcached: the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)");
-            let mut out = Vec::new();
-            err_packet(&mut out, seq.wrapping_add(1), errors::CONNECT_FAILED, b"08S01", &msg, server_caps);
-            client.write(&out).await?;
-            return Ok(Outcome::Closed);
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
         }
         // The SSLRequest: the first 32 bytes of the client's response, with CLIENT_SSL.
         let mut ssl_request = vec![32, 0, 0, 1];
@@ -188,13 +187,11 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
         ssl_request[4..8].copy_from_slice(&caps.to_le_bytes());
         server.write(&ssl_request).await?;
         if let Err(e) = server.connect_tls(connector, name.clone()).await {
-            counters.backend_ssl_errors.fetch_add(1, Ordering::Relaxed);
-            log::warn!("mysql proxy: TLS to backend {backend} failed: {e}");
-            let msg = format!("sqlcached: TLS to the MySQL backend {backend} failed: {e}");
-            let mut out = Vec::new();
-            err_packet(&mut out, seq.wrapping_add(1), errors::CONNECT_FAILED, b"08S01", &msg, server_caps);
-            client.write(&out).await?;
-            return Ok(Outcome::Closed);
+            let msg = backend_refused(
+                format!("TLS to backend {backend} failed: {e}"),
+                format!("TLS to the MySQL backend {backend} failed: {e}"),
+            );
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
         }
         response[4..8].copy_from_slice(&caps.to_le_bytes());
         backend_shift = 1;
@@ -243,6 +240,14 @@ pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> io::
             r = server.fill() => r?,
         }
     }
+}
+
+/// Answers the client's login packet (sequence `seq`) with an ERR and ends the connection.
+async fn refuse(client: &mut Wire, seq: u8, code: u16, state: &[u8; 5], msg: &str, caps: u32) -> io::Result<Outcome> {
+    let mut out = Vec::new();
+    err_packet(&mut out, seq.wrapping_add(1), code, state, msg, caps);
+    client.write(&out).await?;
+    Ok(Outcome::Closed)
 }
 
 /// The byte length of the first packet in `buf` when it is complete.
