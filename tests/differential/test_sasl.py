@@ -182,3 +182,10 @@ def test_oversized_sasl_data_is_not_buffered(pair):
     head = struct.pack(">BBHBBHIIQ", 0x80, AUTH, 5, 0, 0, 0, 100_000_000, 3, 0) + b"PLAIN"
     got = chunked_session(sq.port, [head + b"\0" * 1000])[0]
     assert got[:2] == b"\x81\x21" and got[6:8] == b"\x00\x82" and got.endswith(b"Out of memory"), got
+
+
+def test_password_file_without_sasl_is_said_at_start(sasl_env, tmp_path):
+    log = tmp_path / "s.log"
+    with start_sqlcached(env=sasl_env["sqlcached"], log=log):
+        pass
+    assert "MEMCACHED_SASL_PWDB is set but -S is not" in log.read_text()

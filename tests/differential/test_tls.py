@@ -346,3 +346,11 @@ def test_check_config_loads_the_certificates(certs):
     bad = subprocess.run([sqlcached_bin(), "-Z", "-o", tls_opts(certs, ssl_key=certs["other_key"]), "--check-config"],
                          capture_output=True, text=True, timeout=20)
     assert bad.returncode == 78 and "key values mismatch" in bad.stdout, bad
+
+
+def test_ssl_options_without_tls_are_said_at_start(certs, tmp_path):
+    """memcached ignores -o ssl_* without -Z; sqlcached says TLS is off."""
+    log = tmp_path / "s.log"
+    with start_sqlcached("-o", tls_opts(certs), log=log) as s:
+        assert chunked_session(s.port, [b"version\r\n"]) == [b"VERSION 1.6.18\r\n"]
+    assert "-o ssl_* options are set but -Z is not" in log.read_text()

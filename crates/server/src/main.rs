@@ -89,6 +89,14 @@ fn run(cfg: Config) -> std::io::Result<()> {
             }
         }
     }
+    // Settings that would do nothing as given are said at start, not ignored.
+    let tls_options_given = cfg.tls != config::tls::TlsConfig { enabled: cfg.tls.enabled, ..Default::default() };
+    if !cfg.tls.enabled && tls_options_given {
+        log::warn!("-o ssl_* options are set but -Z is not: TLS is off on every listener");
+    }
+    if !cfg.sasl && std::env::var_os(sasl::PWDB_ENV).is_some() {
+        log::warn!("{} is set but -S is not: SASL authentication is off", sasl::PWDB_ENV);
+    }
     if cfg.sasl {
         match sasl::Sasl::from_env() {
             Ok(s) => shared.sasl = Some(Arc::new(s)),
