@@ -42,6 +42,37 @@ def test_binlog_connection_killed(proxy, mariadb):
         c.close()
 
 
+def test_binlog_gap_after_purge(proxy, mariadb):
+    """The follower's resume position purged while it was away (a binlog gap): it does not
+    trust anything cached, starts again at the binlog's end, and serves fresh results."""
+    read = "SELECT v FROM qc.t WHERE id = 61"
+    c = proxy.connect("qc")
+    until_hit(proxy, c, read)
+    c.close()
+    lock = "ALTER USER 'sqlcached'@'%' ACCOUNT {0}; ALTER USER 'sqlcached'@'localhost' ACCOUNT {0};"
+    mariadb.sql(lock.format("LOCK") + "".join(f"KILL {i};" for i in follower_ids(mariadb)))
+    try:
+        assert wait_stat(proxy, "binlog_connected", lambda v: v == 0), proxy.stats()
+        # Changes the proxy cannot see, then the binlog files holding them are gone.
+        mariadb.sql("UPDATE qc.t SET v = 'after gap' WHERE id = 61; FLUSH BINARY LOGS; FLUSH BINARY LOGS;")
+        current = mariadb.sql("SHOW MASTER STATUS").split()[0]
+        # MariaDB keeps a file until InnoDB has checkpointed its transactions: purge until it goes.
+        purged, _ = wait_for(lambda: mariadb.sql(f"PURGE BINARY LOGS TO '{current}'; SHOW BINARY LOGS").split()[0]
+                             == current, timeout=15, interval=0.3)
+        assert purged, mariadb.sql("SHOW BINARY LOGS")
+    finally:
+        mariadb.sql(lock.format("UNLOCK"))
+    assert wait_stat(proxy, "binlog_connected", lambda v: v == 1), proxy.stats()
+    got, _ = wait_for(lambda: "binlog gap" in proxy.run_log(), timeout=10)
+    assert got, "the purged position was not reported as a binlog gap"
+    c = proxy.connect("qc")
+    try:
+        assert q(c, read) == (("after gap",),)
+        until_hit(proxy, c, read)
+    finally:
+        c.close()
+
+
 def test_mariadb_restart(proxy, mariadb):
     read = "SELECT v FROM qc.t WHERE id = 61"
     c = proxy.connect("qc")
@@ -118,3 +149,21 @@ def test_client_backend_connection_killed(proxy, mariadb):
         assert q(c, "SELECT v FROM qc.t WHERE id = 63") == (("v63",),)
     finally:
         c.close()
+
+
+def test_backend_name_not_resolved():
+    """A backend host that does not resolve: the proxy starts, says so, and each client gets
+    ERROR 1429 naming the lookup failure at once (no hang, no silent close)."""
+    from harness.servers import free_port, start_sqlcached
+    port = free_port()
+    s = start_sqlcached("--mysql-listen", f"127.0.0.1:{port}", "--mysql-backend", "no-such-host.invalid:3306")
+    try:
+        for _ in range(3):
+            t0 = time.monotonic()
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                pymysql.connect(host="127.0.0.1", port=port, user="u", password="p", connect_timeout=10)
+            assert time.monotonic() - t0 < 5
+            assert e.value.args[0] == 1429 and "no-such-host.invalid" in e.value.args[1], e.value.args
+        assert s.proc.poll() is None
+    finally:
+        s.stop()

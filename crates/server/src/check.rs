@@ -43,7 +43,7 @@ pub fn run(cfg: &Config) -> bool {
             use_cas: !cfg.disable_cas,
             shards: 64,
         });
-        match crate::containers::load(path, &engine, false) {
+        match crate::containers::load(path, &crate::containers::Budget::of(&engine), false) {
             Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
             Err(e) => say(false, format!("--containers {path}: {e}")),
         }

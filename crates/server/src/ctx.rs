@@ -13,17 +13,18 @@ pub struct Ctx<'a> {
     pub worker: &'a WorkerStats,
     /// This connection.
     pub conn: &'a ConnInfo,
-    /// The SQL container this connection is bound to (`bind`, `get @@name`).
+    /// The SQL container this connection is bound to (`bind`, `get @@name`, or a mapped
+    /// key with `plain_keys = "default_container"`).
     pub bound: Cell<Option<usize>>,
     /// A container command handed back to the connection loop (`Flow::Job`).
     pub job: RefCell<Option<Job>>,
 }
 
 impl<'a> Ctx<'a> {
-    /// A connection's context (bound to the default container if the containers say so).
+    /// A connection's context, bound to no container yet (its plain keys may still go to
+    /// the default container: `containers::Sql::binding`).
     pub fn new(shared: &'a Shared, worker: &'a WorkerStats, conn: &'a ConnInfo) -> Ctx<'a> {
-        let bound = shared.sql.as_ref().and_then(|s| s.initial_binding());
-        Ctx { shared, worker, conn, bound: Cell::new(bound), job: RefCell::new(None) }
+        Ctx { shared, worker, conn, bound: Cell::new(None), job: RefCell::new(None) }
     }
 }
 

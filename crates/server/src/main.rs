@@ -118,8 +118,19 @@ fn run(cfg: Config) -> std::io::Result<()> {
         tls::explain(&cfg.tls);
     }
     if let Some(path) = &cfg.containers {
-        match containers::load(path, &shared.engine, cfg.metrics_listen.is_some()) {
-            Ok(sql) => shared.sql = Some(Arc::new(sql)),
+        match containers::start(path, &containers::Budget::of(&shared.engine), cfg.metrics_listen.is_some()) {
+            Ok(slot) => {
+                let slot = Arc::new(slot);
+                if slot.get().is_none() {
+                    log::warn!(
+                        "--containers {path}: {}; starting without them: container commands answer \
+                         SERVER_ERROR until the backend is reachable (tried again every second)",
+                        slot.unavailable().text()
+                    );
+                    slot.retry(path.clone(), containers::Budget::of(&shared.engine), cfg.metrics_listen.is_some());
+                }
+                shared.sql = Some(slot);
+            }
             Err(e) => {
                 eprintln!("--containers {path}: {e}");
                 std::process::exit(EX_CONFIG);
@@ -226,7 +237,7 @@ fn run(cfg: Config) -> std::io::Result<()> {
     if let Some(disk) = &disk {
         disk.close();
     }
-    if let Some(sql) = &shared.sql {
+    if let Some(sql) = shared.sql.as_ref().and_then(|s| s.get()) {
         // Open batch transactions (w_batch_size > 1) are committed before exit.
         if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
             if let Err(e) = rt.block_on(sql.set.commit_all()) {

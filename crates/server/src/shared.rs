@@ -71,7 +71,7 @@ pub struct Shared {
     /// The persistent tier, with `--data-dir`.
     pub disk: Option<Arc<DiskTier>>,
     /// SQL containers, with `--containers`.
-    pub sql: Option<Arc<crate::containers::Sql>>,
+    pub sql: Option<Arc<crate::containers::Slot>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
     pub mysql: Option<Arc<crate::mysql::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.

@@ -13,15 +13,18 @@ use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
 use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
 use tier_sql::{ArithOutcome, DeleteOutcome, StoreOutcome};
 
-use crate::containers::{Fail, Job, Op, Out, Sql, Target};
+use crate::containers::{Fail, Job, Op, Out, Slot, Sql, Target};
 use crate::ctx::Ctx;
 
 /// `bind <name>`: bind the connection to a container. `None` if the line is not `bind`.
-pub fn bind_line(sql: &Sql, line: &[u8], ctx: &Ctx<'_>) -> Option<Vec<u8>> {
+pub fn bind_line(slot: &Slot, line: &[u8], ctx: &Ctx<'_>) -> Option<Vec<u8>> {
     let mut toks = line.split(|&b| b == b' ').filter(|t| !t.is_empty());
     if toks.next() != Some(b"bind") {
         return None;
     }
+    let Some(sql) = slot.get() else {
+        return Some(slot.unavailable().line());
+    };
     Some(match (toks.next(), toks.next()) {
         (Some(name), None) => match sql.index(name) {
             Some(i) => {
@@ -34,19 +37,32 @@ pub fn bind_line(sql: &Sql, line: &[u8], ctx: &Ctx<'_>) -> Option<Vec<u8>> {
     })
 }
 
+/// Does `key` go to the containers (loaded or waiting for their backend)?
+fn claims_key(slot: &Slot, ctx: &Ctx<'_>, key: &[u8]) -> bool {
+    match slot.get() {
+        Some(sql) => sql.claims(ctx, key),
+        None => slot.waiting_claims(key),
+    }
+}
+
 /// Does this text (or meta) command go to the containers?
-pub fn claims(sql: &Sql, cmd: &Command<'_>, ctx: &Ctx<'_>) -> bool {
+pub fn claims(slot: &Slot, cmd: &Command<'_>, ctx: &Ctx<'_>) -> bool {
+    let bound = || match slot.get() {
+        Some(sql) => sql.binding(ctx).is_some(),
+        None => slot.waiting_claims_keyless(),
+    };
     match cmd {
         Command::Get { keys, .. } | Command::Gat { keys, .. } => {
-            ctx.bound.get().is_some() || split_keys(keys).any(|k| k.starts_with(b"@@"))
+            bound() || split_keys(keys).any(|k| k.starts_with(b"@@"))
         }
         Command::Store { key, .. }
         | Command::Delete { key, .. }
         | Command::Arith { key, .. }
-        | Command::Touch { key, .. } => sql.claims(ctx, key),
-        Command::FlushAll { .. } => ctx.bound.get().is_some(),
+        | Command::Touch { key, .. } => claims_key(slot, ctx, key),
+        Command::FlushAll { .. } => bound(),
         Command::Meta(m) => {
-            matches!(m.cmd, MetaCmd::Get | MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith) && sql.claims(ctx, &m.key)
+            matches!(m.cmd, MetaCmd::Get | MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith)
+                && claims_key(slot, ctx, &m.key)
         }
         _ => false,
     }
@@ -88,7 +104,12 @@ fn single(sql: &Sql, ctx: &Ctx<'_>, key: &[u8], noreply: bool, out: &mut Vec<u8>
 
 /// Run a claimed text command (`block`: the data block with its `\r\n`). Replies that
 /// need no container are written to `out`; otherwise the job producing the reply.
-pub fn text(sql: &Arc<Sql>, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
+pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
+    let Some(sql) = slot.get() else {
+        // Sent under noreply too, like memcached's other SERVER_ERROR replies.
+        out.extend(slot.unavailable().line());
+        return None;
+    };
     if let Command::Meta(m) = cmd {
         return meta_cmd(sql, &m, block, ctx, out);
     }
@@ -171,7 +192,7 @@ pub fn text(sql: &Arc<Sql>, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_
             })
         }
         Command::FlushAll { delay, noreply } => {
-            let i = ctx.bound.get()?;
+            let i = sql.binding(ctx)?;
             if ctx.shared.cfg.disable_flush_all {
                 out.extend(said(noreply, b"CLIENT_ERROR flush_all not allowed\r\n".to_vec()));
                 return None;
@@ -503,7 +524,7 @@ fn meta_cmd(
 }
 
 /// Does this binary request go to the containers?
-pub fn binary_claims(sql: &Sql, op: Opcode, key: &[u8], ctx: &Ctx<'_>) -> bool {
+pub fn binary_claims(slot: &Slot, op: Opcode, key: &[u8], ctx: &Ctx<'_>) -> bool {
     matches!(
         op.base(),
         Opcode::Get
@@ -519,7 +540,7 @@ pub fn binary_claims(sql: &Sql, op: Opcode, key: &[u8], ctx: &Ctx<'_>) -> bool {
             | Opcode::Delete
             | Opcode::Increment
             | Opcode::Decrement
-    ) && sql.claims(ctx, key)
+    ) && claims_key(slot, ctx, key)
 }
 
 fn bin_fail(v: &mut Vec<u8>, op: Opcode, opaque: u32, f: &Fail) {
@@ -531,9 +552,13 @@ fn bin_fail(v: &mut Vec<u8>, op: Opcode, opaque: u32, f: &Fail) {
 }
 
 /// A claimed binary request: its job (or its error written to `out`).
-pub fn binary(sql: &Arc<Sql>, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
+pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
     let op = req.opcode();
     let opaque = req.opaque();
+    let Some(sql) = slot.get() else {
+        bin_fail(out, op, opaque, &slot.unavailable());
+        return None;
+    };
     let full_key = req.key().to_vec();
     let (i, key) = match sql.route(ctx, req.key()) {
         Target::Container(i, k) => (i, k.to_vec()),

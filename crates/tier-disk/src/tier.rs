@@ -60,6 +60,9 @@ pub(crate) struct Counters {
     pub evictions: AtomicU64,
     pub damaged: AtomicU64,
     pub read_errors: AtomicU64,
+    /// Unix second of the last logged read error (read errors are logged at most every
+    /// [`READ_ERROR_LOG_SECS`]: a failing disk must not flood the log, one line per `get`).
+    pub read_error_logged: AtomicU64,
     /// Write or fsync failures (each degrades the tier).
     pub failures: AtomicU64,
     /// Recoveries from a degraded state.
@@ -69,6 +72,25 @@ pub(crate) struct Counters {
     pub write_latency: engine::latency::Histogram,
     /// Time of one fsync (the batches before it survive power loss after this).
     pub fsync_latency: engine::latency::Histogram,
+}
+
+/// At most one log line per this many seconds for disk read errors.
+const READ_ERROR_LOG_SECS: u64 = 10;
+
+impl Counters {
+    /// Count a failed read (the key is answered as a miss) and log it, rate-limited.
+    fn read_error(&self, e: &str) {
+        let n = self.read_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let last = self.read_error_logged.load(Ordering::Relaxed);
+        let due = last == 0 || now >= last + READ_ERROR_LOG_SECS;
+        if due && self.read_error_logged.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            log::error!(
+                "disk read failed, the key is answered as a miss ({n} read errors so far; \
+                 logged at most every {READ_ERROR_LOG_SECS} s): {e}"
+            );
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -282,8 +304,7 @@ impl Tier for DiskTier {
                 },
                 Ok(None) => None,
                 Err(e) => {
-                    s.counters.read_errors.fetch_add(1, Ordering::Relaxed);
-                    log::error!("disk read failed: {e}");
+                    s.counters.read_error(&e);
                     None
                 }
             },

@@ -373,6 +373,12 @@ impl SqlConfig {
         SqlConfig::from_toml_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// Where plain keys go according to the file alone (`options.plain_keys`, else the
+    /// default), for when the backend and its plugin tables cannot be read yet.
+    pub fn file_plain_keys(&self) -> PlainKeys {
+        resolve_options(&self.options, &OptionsConfig::default()).plain_keys
+    }
+
     /// Checks that do not need the backend.
     pub fn check(&self) -> Result<(), String> {
         let b = &self.backend;

@@ -41,3 +41,41 @@ impl fmt::Display for BackendError {
 }
 
 impl std::error::Error for BackendError {}
+
+/// Why [`crate::Containers::load`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The backend could not be reached (connection refused, name not resolved, no answer
+    /// within `connect_timeout_ms`): the same configuration may load once it is back.
+    Unreachable(String),
+    /// The configuration or the tables are wrong: loading again will fail again.
+    Invalid(String),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Unreachable(s) | LoadError::Invalid(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<String> for LoadError {
+    fn from(s: String) -> LoadError {
+        LoadError::Invalid(s)
+    }
+}
+
+impl From<&str> for LoadError {
+    fn from(s: &str) -> LoadError {
+        LoadError::Invalid(s.to_string())
+    }
+}
+
+impl From<LoadError> for String {
+    fn from(e: LoadError) -> String {
+        e.to_string()
+    }
+}
+
+impl std::error::Error for LoadError {}

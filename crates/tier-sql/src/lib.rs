@@ -83,7 +83,7 @@ use backend::Backend;
 pub use backend::BackendStats;
 use config::{from_plugin_rows, resolve_options, OptionsConfig, PluginTables};
 pub use config::{BackendKind, CachePolicy, ContainerDef, MysqlLogin, Options, PlainKeys, Policy, SqlConfig};
-pub use error::BackendError;
+pub use error::{BackendError, LoadError};
 use ops::{absolute_exptime, unix_now, CasClock, Op, OpResult};
 pub use ops::{ArithOutcome, DeleteOutcome, Row, StoreMode, StoreOutcome};
 use validate::Mapping;
@@ -113,8 +113,10 @@ impl std::fmt::Debug for Container {
 impl Containers {
     /// Starts the backend, reads the plugin's tables (per `backend.plugin_tables`),
     /// merges them with the file's containers (file first; a name defined twice is an
-    /// error) and validates every container against its table.
-    pub async fn load(cfg: &SqlConfig) -> Result<Containers, String> {
+    /// error) and validates every container against its table. A backend that cannot be
+    /// reached is [`LoadError::Unreachable`] (worth retrying), anything else
+    /// [`LoadError::Invalid`].
+    pub async fn load(cfg: &SqlConfig) -> Result<Containers, LoadError> {
         cfg.check()?;
         let clock = Arc::new(CasClock::new());
         let file_opts = resolve_options(&cfg.options, &OptionsConfig::default());
@@ -122,6 +124,7 @@ impl Containers {
             BackendKind::Sqlite => Arc::new(SqliteBackend::start(&cfg.backend, &file_opts, clock).await?),
             BackendKind::Mysql => Arc::new(MysqlBackend::start(&cfg.backend, &file_opts, clock).await?),
         };
+        backend.reachable().await.map_err(|e| LoadError::Unreachable(e.to_string()))?;
         let mut plugin_defs = Vec::new();
         let mut plugin_opts = OptionsConfig::default();
         if cfg.backend.plugin_tables != PluginTables::Off {
@@ -140,7 +143,9 @@ impl Containers {
         defs.extend(plugin_defs);
         for (i, d) in defs.iter().enumerate() {
             if let Some(prev) = defs[..i].iter().find(|p| p.name == d.name) {
-                return Err(format!("container '{}' is defined twice ({} and {})", d.name, prev.origin, d.origin));
+                return Err(
+                    format!("container '{}' is defined twice ({} and {})", d.name, prev.origin, d.origin).into()
+                );
             }
         }
         if defs.is_empty() {

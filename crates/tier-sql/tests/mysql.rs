@@ -226,6 +226,24 @@ value_columns = "v"
     assert_eq!(rows.iter().filter(|r| r.is_some()).count(), 2);
 }
 
+/// A backend that refuses connections or whose name does not resolve is `Unreachable`
+/// (the server starts and retries), unlike a wrong configuration (`Invalid`).
+#[tokio::test]
+async fn unreachable_backend_is_told_apart() {
+    for host in ["127.0.0.1:1", "no-such-host.invalid:3306"] {
+        let toml = format!(
+            "[backend]\nkind = \"mysql\"\nurl = \"mysql://u:p@{host}/db\"\nconnect_timeout_ms = 2000\n\
+             plugin_tables = \"off\"\n{}",
+            one("t", "")
+        );
+        match Containers::load(&SqlConfig::from_toml_str(&toml).unwrap()).await {
+            Err(tier_sql::LoadError::Unreachable(e)) => assert!(e.contains("cannot connect"), "{host}: {e}"),
+            Err(e) => panic!("{host}: not Unreachable: {e:?}"),
+            Ok(_) => panic!("{host}: loaded"),
+        }
+    }
+}
+
 fn one(table: &str, extra: &str) -> String {
     format!("[[container]]\nname = \"bad\"\ntable = \"{table}\"\nkey_column = \"k\"\nvalue_columns = \"v\"\n{extra}\n")
 }
@@ -249,7 +267,7 @@ async fn validation_errors_name_container_and_column() {
         async move {
             match Containers::load(&cfg).await {
                 Ok(_) => panic!("expected an error for {containers}"),
-                Err(e) => e,
+                Err(e) => e.to_string(),
             }
         }
     };

@@ -11,18 +11,20 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use engine::{Engine, EngineConfig};
+use engine::{Clock, Engine, EngineConfig};
 use tier_sql::{
-    ArithOutcome, BackendError, CachePolicy, Container, Containers, DeleteOutcome, PlainKeys, Row, SqlConfig,
-    StoreMode, StoreOutcome,
+    ArithOutcome, BackendError, CachePolicy, Container, Containers, DeleteOutcome, LoadError, PlainKeys, Row,
+    SqlConfig, StoreMode, StoreOutcome,
 };
 
 use crate::ctx::Ctx;
 
 pub mod binlog;
 mod cache;
+pub mod slot;
 pub mod stats;
 use self::cache::{caching_op, memory_op};
+pub use self::slot::Slot;
 use self::stats::{ContainerStats, Counted};
 
 /// A container command in flight: resolves to its reply bytes.
@@ -133,9 +135,42 @@ pub enum Out {
     Done,
 }
 
+/// What the containers' memory copies are sized and timed by: the main engine's figures.
+#[derive(Clone)]
+pub struct Budget {
+    memory_limit: usize,
+    item_size_max: usize,
+    clock: Clock,
+}
+
+impl Budget {
+    /// The main engine's memory limit, item size limit and clock.
+    pub fn of(main: &Engine) -> Budget {
+        Budget {
+            memory_limit: main.memory_limit(),
+            item_size_max: main.config().item_size_max,
+            clock: main.clock().clone(),
+        }
+    }
+}
+
+/// Load `--containers FILE` and say what to do if it fails: a slot that is ready, or one
+/// that waits for an unreachable backend (retried by [`Slot::retry`]); `Err` for a wrong
+/// configuration.
+pub fn start(path: &str, budget: &Budget, timing: bool) -> Result<Slot, String> {
+    match load(path, budget, timing) {
+        Ok(sql) => Ok(Slot::ready(sql)),
+        Err(LoadError::Unreachable(why)) => {
+            let cfg = SqlConfig::from_file(path.as_ref())?;
+            Ok(Slot::waiting(why, cfg.file_plain_keys() == PlainKeys::DefaultContainer))
+        }
+        Err(LoadError::Invalid(e)) => Err(e),
+    }
+}
+
 /// Load `--containers FILE`: parse, start the backend, validate every container.
 /// Operations are timed for the latency histograms when `timing` (`--metrics-listen`).
-pub fn load(path: &str, main: &Engine, timing: bool) -> Result<Sql, String> {
+pub fn load(path: &str, budget: &Budget, timing: bool) -> Result<Sql, LoadError> {
     let cfg = SqlConfig::from_file(path.as_ref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -152,7 +187,7 @@ pub fn load(path: &str, main: &Engine, timing: bool) -> Result<Sql, String> {
         })
         .count()
         .max(1);
-    let per = (main.memory_limit() / 4 / users).max(2 << 20);
+    let per = (budget.memory_limit / 4 / users).max(2 << 20);
     let caches = list
         .iter()
         .map(|c| {
@@ -164,12 +199,12 @@ pub fn load(path: &str, main: &Engine, timing: bool) -> Result<Sql, String> {
                     Arc::new(Engine::with_clock(
                         EngineConfig {
                             memory_limit: per,
-                            item_size_max: main.config().item_size_max,
+                            item_size_max: budget.item_size_max,
                             evict: true,
                             use_cas: true,
                             shards: 16,
                         },
-                        main.clock().clone(),
+                        budget.clock.clone(),
                     ))
                 })
         })
@@ -198,6 +233,12 @@ impl Sql {
     /// The binding a fresh connection starts with.
     pub fn initial_binding(&self) -> Option<usize> {
         (self.set.options().plain_keys == PlainKeys::DefaultContainer).then_some(self.default)
+    }
+
+    /// The container this connection's plain keys go to: its `bind`, else the initial
+    /// binding (also for connections opened before the containers loaded).
+    pub fn binding(&self, ctx: &Ctx<'_>) -> Option<usize> {
+        ctx.bound.get().or_else(|| self.initial_binding())
     }
 
     /// Do `@@name.key` references also bind the connection? (Yes in the plugin's mode,
@@ -232,7 +273,7 @@ impl Sql {
 
     /// Resolve a key and apply the binding side effects; `Memory` stays `Memory`.
     pub fn route<'k>(&self, ctx: &Ctx<'_>, key: &'k [u8]) -> Target<'k> {
-        let t = self.resolve(ctx.bound.get(), key);
+        let t = self.resolve(self.binding(ctx), key);
         match t {
             Target::Bind(i) => ctx.bound.set(Some(i)),
             Target::Container(i, _) if self.mapped_key_binds() && key.starts_with(b"@@") => ctx.bound.set(Some(i)),
@@ -243,7 +284,7 @@ impl Sql {
 
     /// Is `key` one for the containers (mapped, or the connection is bound)?
     pub fn claims(&self, ctx: &Ctx<'_>, key: &[u8]) -> bool {
-        ctx.bound.get().is_some() || key.starts_with(b"@@")
+        self.binding(ctx).is_some() || key.starts_with(b"@@")
     }
 
     pub fn unknown(name: &[u8]) -> Fail {

@@ -329,6 +329,12 @@ pub(crate) trait Backend: Send + Sync {
     /// Columns and indexes of a table; `Ok(None)` if there is no such table; `Err` with
     /// a message if the schema itself is unknown or the backend failed.
     fn describe<'a>(&'a self, schema: &'a str, table: &'a str) -> BoxFuture<'a, Result<Option<TableInfo>, String>>;
+    /// Whether a connection can be made now (`Err(Unavailable)`: refused, unresolvable,
+    /// timed out). Checked once before the tables are read, so that an unreachable backend
+    /// is told apart from a wrong configuration.
+    fn reachable(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async { Ok(()) })
+    }
     /// The plugin's `innodb_memcache` tables, `Ok(None)` if absent.
     fn plugin_rows(&self) -> BoxFuture<'_, Result<Option<PluginRows>, String>>;
     fn router(&self) -> &Router;

@@ -754,6 +754,17 @@ impl Backend for MysqlBackend {
         Box::pin(self.with_conn(|sh, c| Box::pin(plugin_rows(sh, c))))
     }
 
+    fn reachable(&self) -> BoxFuture<'_, Result<(), BackendError>> {
+        let sh = self.sh.clone();
+        let (tx, rx) = oneshot::channel();
+        self.rt.spawn(async move {
+            let _ = tx.send(sh.get_conn().await.map(drop));
+        });
+        Box::pin(
+            async move { rx.await.unwrap_or_else(|_| Err(BackendError::Unavailable("MySQL runtime stopped".into()))) },
+        )
+    }
+
     fn router(&self) -> &Router {
         &self.router
     }
