@@ -9,6 +9,8 @@ tests/harness/diskfault.c, an LD_PRELOAD shim that touches only the descriptors 
   `SERVER_ERROR persistence failed`, reads served, recovery by itself, nothing acknowledged lost.
 - Short writes are not errors: every write is acknowledged and reads back intact after kill -9.
 """
+import socket
+import struct
 import sys
 import time
 from pathlib import Path
@@ -124,3 +126,51 @@ def test_short_writes_lose_nothing(persistent, shim, durability):
         got = c.get_multi([key(i) for i in range(n)])
     bad = [k for k in (key(i) for i in range(n)) if k not in got or parse_value(k, got[k][1]) != 0]
     assert bad == [], f"{len(bad)} items lost or torn, e.g. {bad[:5]}"
+
+
+def binary_packet(opcode, key=b"", value=b"", extras=b"", opaque=0):
+    return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0,
+                       len(extras) + len(key) + len(value), opaque, 0) + extras + key + value
+
+
+def test_writes_in_flight_when_the_disk_fails_each_get_their_error(persistent, shim):
+    """Pipelined writes already applied and waiting for the disk when it fails: each one's
+    reply becomes the error, the other replies (reads) are sent as they are, and the
+    connection goes on; binary requests keep their opaque."""
+    fault = diskfault.DiskFault(shim, persistent.dir, persistent.tmp / "ctl")
+    srv = persistent.start("--durability", "sync", env=fault.env())
+    with Conn(srv.port) as c:
+        assert c.set("before", b"ok") == b"STORED"
+    fault.on("write")
+    with Conn(srv.port) as c:
+        c.send(b"".join(b"set p%d 0 0 2\r\nok\r\n" % i for i in range(10)) + b"get before\r\n"
+               + b"set q 0 0 1 noreply\r\nx\r\n" + b"mn\r\n")
+        for i in range(10):
+            assert c.readline() == b"SERVER_ERROR persistence failed", i
+        assert c.readline() == b"VALUE before 0 2" and c.readline() == b"ok" and c.readline() == b"END"
+        assert c.readline() == b"SERVER_ERROR persistence failed"  # sent under noreply, as memcached does
+        assert c.readline() == b"MN"
+        assert c.cmd("get before") == b"VALUE before 0 2"  # the connection goes on
+    fault.off("write")
+    assert wait_for(lambda: stats(srv.port)["disk_failed"] == "0"), "never recovered"
+
+    fault.on("write")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(b"".join(binary_packet(0x11, b"b%d" % i, b"v", struct.pack(">II", 0, 0), opaque=100 + i)
+                           for i in range(5)) + binary_packet(0x0a, opaque=999))  # SetQ x5, Noop
+        got = []
+        buf = b""
+        while len(got) < 6:
+            buf += s.recv(65536)
+            while len(buf) >= 24 and len(buf) >= 24 + struct.unpack(">I", buf[8:12])[0]:
+                n = 24 + struct.unpack(">I", buf[8:12])[0]
+                _, op, _, _, _, status, _, opaque, _ = struct.unpack(">BBHBBHIIQ", buf[:24])
+                got.append((op, status, opaque))
+                buf = buf[n:]
+        assert got == [(0x11, 0x82, 100 + i) for i in range(5)] + [(0x0a, 0, 999)], got
+    fault.off("write")
+    assert wait_for(lambda: stats(srv.port)["disk_failed"] == "0"), "never recovered"
+    srv.sigkill()
+    srv = persistent.restart(srv)
+    with Conn(srv.port) as c:
+        assert c.get("before") == (0, b"ok")

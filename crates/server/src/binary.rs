@@ -114,7 +114,9 @@ pub fn process(
                     }
                 }
                 let t = timing::start(ctx);
+                let mark = out.len();
                 let flow = execute(&req, ctx, out);
+                ctx.acks.note(mark, out.len(), Some((req.opcode(), req.opaque())));
                 timing::done(ctx, t, Proto::Binary, class_of(req.opcode()));
                 if flow == Flow::Close {
                     return (pos, Flow::Close);

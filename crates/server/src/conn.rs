@@ -93,9 +93,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 // A container command: earlier writes must be acknowledged first (the
                 // disk tier's sequence number is per thread), then its reply follows.
                 let job = ctx.job.borrow_mut().take();
-                if !acknowledge(&shared, &mut ack).await {
-                    return unacknowledged(&mut sock, &mut out, p, &shared).await;
-                }
+                let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+                settle(&shared, &ctx, failed, &mut out);
                 if let Some(job) = job {
                     let reply = job.await;
                     out.extend_from_slice(&reply);
@@ -106,18 +105,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
-            if !acknowledge(&shared, &mut ack).await {
-                return unacknowledged(&mut sock, &mut out, p, &shared).await;
-            }
+            let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+            settle(&shared, &ctx, failed, &mut out);
             if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
                 return;
             }
             tokio::task::yield_now().await;
         };
         rbuf.drain(..start);
-        if !acknowledge(&shared, &mut ack).await {
-            return unacknowledged(&mut sock, &mut out, p, &shared).await;
-        }
+        let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+        settle(&shared, &ctx, failed, &mut out);
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
         }
@@ -149,28 +146,24 @@ impl Drop for Closing<'_> {
     }
 }
 
-/// With a persistent tier, wait until the writes this connection just made may be
-/// acknowledged (fsynced in sync mode, handed to the OS in async mode). `false` if the
-/// disk failed: the replies must not be sent.
-async fn acknowledge(shared: &Shared, ack: &mut Option<tokio::sync::watch::Receiver<u64>>) -> bool {
-    let seq = tier_disk::take_last_seq();
+/// With a persistent tier, wait until the writes behind the replies in `out` (up to
+/// change `seq`) may be acknowledged: fsynced in sync mode, handed to the OS in async mode.
+/// `Some(d)` if the disk failed first, with changes up to `d` durable.
+async fn durable(shared: &Shared, ack: &mut Option<tokio::sync::watch::Receiver<u64>>, seq: u64) -> Option<u64> {
     match (&shared.disk, ack) {
-        (Some(disk), Some(rx)) if seq > 0 => disk.wait_ack(rx, seq).await,
-        _ => true,
+        (Some(disk), Some(rx)) if seq > 0 => disk.wait_ack(rx, seq).await.err(),
+        _ => None,
     }
 }
 
-/// The disk tier failed while this connection's last writes were waiting to be made
-/// durable: their replies must not be sent. The replies of the whole batch are dropped; a
-/// text client is told why before the connection closes (a binary reply would need each
-/// request's opaque).
-async fn unacknowledged<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, p: &Proto, shared: &Shared) {
-    out.clear();
-    if let Proto::Text(_) = p {
+/// After [`durable`]: if the disk failed, the replies of the writes that did not make it
+/// become errors (see `crate::durable`); the notes are cleared either way.
+fn settle(shared: &Shared, ctx: &Ctx<'_>, failed: Option<u64>, out: &mut Vec<u8>) {
+    if let Some(d) = failed {
         let line = crate::persistence::refusal(shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
-        let _ = sock.write_all(line).await;
+        ctx.acks.refuse_after(d, out, line);
     }
-    let _ = sock.shutdown().await;
+    ctx.acks.clear();
 }
 
 async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {

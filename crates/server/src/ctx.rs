@@ -3,6 +3,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::containers::Job;
+use crate::durable::Acks;
 use crate::shared::{ConnInfo, Shared, WorkerStats};
 
 /// The shared server, this worker's counters and this connection.
@@ -18,13 +19,15 @@ pub struct Ctx<'a> {
     pub bound: Cell<Option<usize>>,
     /// A container command handed back to the connection loop (`Flow::Job`).
     pub job: RefCell<Option<Job>>,
+    /// The writes whose replies wait in the output buffer for the disk tier.
+    pub acks: Acks,
 }
 
 impl<'a> Ctx<'a> {
     /// A connection's context, bound to no container yet (its plain keys may still go to
     /// the default container: `containers::Sql::binding`).
     pub fn new(shared: &'a Shared, worker: &'a WorkerStats, conn: &'a ConnInfo) -> Ctx<'a> {
-        Ctx { shared, worker, conn, bound: Cell::new(None), job: RefCell::new(None) }
+        Ctx { shared, worker, conn, bound: Cell::new(None), job: RefCell::new(None), acks: Acks::default() }
     }
 }
 

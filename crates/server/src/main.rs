@@ -13,6 +13,7 @@ mod conn;
 mod containers;
 mod ctx;
 mod detail;
+mod durable;
 mod listen;
 mod logging;
 mod meta;

@@ -59,12 +59,14 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
                 }
             }
         }
-        let seq = tier_disk::take_last_seq();
-        if let (Some(disk), Some(rx)) = (&shared.disk, ack.as_mut()) {
-            if seq > 0 && !rt.block_on(disk.wait_ack(rx, seq)) {
-                continue;
+        let seq = ctx.acks.highest(out.len());
+        if let (Some(disk), Some(rx), true) = (&shared.disk, ack.as_mut(), seq > 0) {
+            if let Err(durable) = rt.block_on(disk.wait_ack(rx, seq)) {
+                let line = crate::persistence::refusal(&shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
+                ctx.acks.refuse_after(durable, &mut out, line);
             }
         }
+        ctx.acks.clear();
         let chunks: Vec<&[u8]> = out.chunks(MAX_DATAGRAM - FRAME_HEADER).collect();
         let total = chunks.len() as u16;
         for (seq, chunk) in chunks.iter().enumerate() {

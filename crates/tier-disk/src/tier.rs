@@ -199,12 +199,15 @@ impl DiskTier {
         })
     }
 
-    /// Wait until change `seq` may be acknowledged; `false` if the disk failed first.
-    pub async fn wait_ack(&self, rx: &mut tokio::sync::watch::Receiver<u64>, seq: u64) -> bool {
+    /// Wait until change `seq` may be acknowledged. `Err(d)` if the disk failed first:
+    /// changes up to `d` may still be acknowledged, later ones not.
+    pub async fn wait_ack(&self, rx: &mut tokio::sync::watch::Receiver<u64>, seq: u64) -> Result<(), u64> {
         let failed = &self.shared.failed;
-        match rx.wait_for(|&d| d >= seq || failed.load(Ordering::Relaxed)).await {
-            Ok(_) => !failed.load(Ordering::Relaxed),
-            Err(_) => false,
+        let r = rx.wait_for(|&d| d >= seq || failed.load(Ordering::Relaxed)).await.map(|d| *d);
+        match r {
+            Ok(d) if d >= seq => Ok(()),
+            Ok(d) => Err(d),
+            Err(_) => Err(*rx.borrow()),
         }
     }
 

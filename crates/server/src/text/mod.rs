@@ -145,6 +145,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             }
             let block = &buf[pos + used..pos + need];
             let t = timing::start(ctx);
+            let mark = out.len();
             match cmd {
                 Command::Meta(m) => {
                     meta::execute(m, Some(block), ctx, out);
@@ -155,6 +156,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                     timing::done(ctx, t, Proto::Text, Class::Set);
                 }
             };
+            ctx.acks.note(mark, out.len(), None);
             pos += need;
             continue;
         }
@@ -176,6 +178,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             Command::Meta(_) => (Proto::Meta, Class::Other),
             _ => (Proto::Text, Class::Other),
         };
+        let mark = out.len();
         let flow = match cmd {
             Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
             Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
@@ -186,6 +189,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             Command::Stats { args } => crate::stats::execute(&args, ctx, out),
             other => admin::execute(other, ctx, out),
         };
+        ctx.acks.note(mark, out.len(), None);
         timing::done(ctx, t, proto, class);
         if flow == Flow::Close {
             return (pos, flow);
