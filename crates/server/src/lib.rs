@@ -1,0 +1,39 @@
+//! `sqlcached` as a library: [`server::Server::start`] runs a whole server (memcached
+//! listeners, disk tier, SQL containers, MySQL proxy, metrics) inside the calling process
+//! and returns a [`server::Handle`] that stops it; the `sqlcached` binary (`main.rs`) only
+//! parses the command line, does the process chores (daemon, signals, privileges) and
+//! waits. In-process tests start servers the same way (`tests/`, see TESTING.md).
+//!
+//! Data flows one way: socket ([`listen`], [`workers`], [`conn`]) → protocol front end
+//! ([`text`], [`meta`], [`binary`]; SQL containers routed by [`sqlfront`]) → engine
+//! operations (`engine::ops`) → the sharded in-memory store (and, below it, a storage
+//! tier).
+
+mod admin;
+mod auth;
+mod binary;
+pub mod check;
+pub mod config;
+mod conn;
+mod containers;
+mod ctx;
+mod detail;
+mod durable;
+mod listen;
+pub mod logging;
+mod meta;
+mod modes;
+mod mysql;
+mod persistence;
+mod sasl;
+pub mod server;
+mod shared;
+mod slab;
+mod sqlfront;
+mod stats;
+mod text;
+mod timing;
+mod tls;
+mod udp;
+pub mod unix;
+mod workers;
