@@ -15,7 +15,7 @@ fn start(extra: &[&str]) -> Handle {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let mut args: Vec<String> = ["-l", "127.0.0.1", "-p", &port, "-U", "0", "-t", "2"].map(String::from).to_vec();
     args.extend(extra.iter().map(|s| s.to_string()));
-    let cfg = match Config::from_args(args.into_iter()) {
+    let cfg = match Config::from_args(args) {
         Ok(Action::Run(c)) => *c,
         _ => panic!("bad test flags"),
     };
