@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use engine::ops::{self as eops, GetOptions};
 use protocol_memcache::binary::{
-    write_counter, write_error, write_error_message, write_get_hit, write_get_miss, write_ok, Opcode, Request, Status,
-    OUT_OF_MEMORY_STORE_MESSAGE,
+    write_counter, write_error, write_error_message, write_get_hit, write_get_miss, write_ok, Opcode,
+    Request as BinaryRequest, Status, OUT_OF_MEMORY_STORE_MESSAGE,
 };
 use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
 use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
-use tier_sql::{ArithOutcome, DeleteOutcome, StoreOutcome};
+use tier_sql::{ArithOutcome, DeleteOutcome, Reply, Request, StoreOutcome};
 
-use crate::containers::{Fail, Job, Op, Out, Slot, Sql, Target};
+use crate::containers::{Fail, Job, Slot, Sql, Target};
 use crate::ctx::Ctx;
 
 /// `bind <name>`: bind the connection to a container. `None` if the line is not `bind`.
@@ -125,12 +125,12 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             }
             let (i, key) = single(sql, ctx, key, noreply, out)?;
             let mode = crate::modes::text(cmd);
-            let op = Op::Store { mode, key, value: block[..bytes].to_vec(), flags, exptime: exptime as i64, cas };
+            let op = Request::Store { mode, key, value: block[..bytes].to_vec(), flags, exptime: exptime as i64, cas };
             job(async move {
                 said(
                     noreply,
                     match s.run(i, op).await {
-                        Ok(Out::Store(o)) => match o {
+                        Ok(Reply::Store(o)) => match o {
                             StoreOutcome::Stored(_) => reply::STORED,
                             StoreOutcome::NotStored => reply::NOT_STORED,
                             StoreOutcome::Exists => reply::EXISTS,
@@ -149,9 +149,9 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             job(async move {
                 said(
                     noreply,
-                    match s.run(i, Op::Delete { key, cas: 0 }).await {
-                        Ok(Out::Delete(DeleteOutcome::Deleted)) => reply::DELETED.to_vec(),
-                        Ok(Out::Delete(_)) => reply::NOT_FOUND.to_vec(),
+                    match s.run(i, Request::Delete { key, cas: 0 }).await {
+                        Ok(Reply::Delete(DeleteOutcome::Deleted)) => reply::DELETED.to_vec(),
+                        Ok(Reply::Delete(_)) => reply::NOT_FOUND.to_vec(),
                         Ok(_) => unexpected(),
                         Err(f) => f.line(),
                     },
@@ -161,20 +161,13 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
         Command::Arith { incr, key, delta, noreply } => {
             let (i, key) = single(sql, ctx, key, noreply, out)?;
             job(async move {
-                said(
-                    noreply,
-                    match s.run(i, Op::Arith { key, incr, delta, init: None }).await {
-                        Ok(Out::Arith(ArithOutcome::Value { value, .. })) => {
-                            let mut v = Vec::new();
-                            reply::number(&mut v, value);
-                            v
-                        }
-                        Ok(Out::Arith(ArithOutcome::NotFound)) => reply::NOT_FOUND.to_vec(),
-                        Ok(Out::Arith(ArithOutcome::NonNumeric)) => reply::NON_NUMERIC.to_vec(),
-                        Ok(_) => unexpected(),
-                        Err(f) => f.line(),
-                    },
-                )
+                let mut v = Vec::new();
+                match s.run(i, Request::Arith { key, incr, delta, init: None }).await {
+                    Ok(Reply::Arith(o)) => crate::text::arith::compose(o, noreply, &mut v),
+                    Ok(_) => v = said(noreply, unexpected()),
+                    Err(f) => v = said(noreply, f.line()),
+                }
+                v
             })
         }
         Command::Touch { key, exptime, noreply } => {
@@ -182,9 +175,9 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             job(async move {
                 said(
                     noreply,
-                    match s.run(i, Op::Touch { key, exptime: exptime as i64 }).await {
-                        Ok(Out::Touch(Some(_))) => reply::TOUCHED.to_vec(),
-                        Ok(Out::Touch(None)) => reply::NOT_FOUND.to_vec(),
+                    match s.run(i, Request::Touch { key, exptime: exptime as i64 }).await {
+                        Ok(Reply::Touch(Some(_))) => reply::TOUCHED.to_vec(),
+                        Ok(Reply::Touch(None)) => reply::NOT_FOUND.to_vec(),
                         Ok(_) => unexpected(),
                         Err(f) => f.line(),
                     },
@@ -208,7 +201,7 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             job(async move {
                 said(
                     noreply,
-                    match s.run(i, Op::Flush).await {
+                    match s.run(i, Request::Flush).await {
                         Ok(_) => reply::OK.to_vec(),
                         Err(f) => f.line(),
                     },
@@ -295,8 +288,8 @@ fn get(
                     _ => None,
                 })
                 .collect();
-            match s.clone().run(i, Op::Get { keys, touch }).await {
-                Ok(Out::Rows(r)) => answers.push(r.into_iter()),
+            match s.clone().run(i, Request::Get { keys, touch }).await {
+                Ok(Reply::Rows(r)) => answers.push(r.into_iter()),
                 Ok(_) => return unexpected(),
                 Err(f) => return f.line(),
             }
@@ -368,8 +361,8 @@ fn meta_cmd(
             let touch = f.ttl.map(i64::from);
             let now = ctx.shared.engine.clock().unix_now();
             job(async move {
-                let row = match s.run(i, Op::Get { keys: vec![key], touch }).await {
-                    Ok(Out::Rows(mut r)) => r.pop().flatten(),
+                let row = match s.run(i, Request::Get { keys: vec![key], touch }).await {
+                    Ok(Reply::Rows(mut r)) => r.pop().flatten(),
                     Ok(_) => return unexpected(),
                     Err(e) => return e.line(),
                 };
@@ -417,7 +410,7 @@ fn meta_cmd(
                 return None;
             }
             let mode = crate::modes::meta(f.mode, f.cas.is_some());
-            let op = Op::Store {
+            let op = Request::Store {
                 mode,
                 key,
                 value: block[..m.datalen].to_vec(),
@@ -427,11 +420,11 @@ fn meta_cmd(
             };
             job(async move {
                 let (code, cas): (&[u8], u64) = match s.run(i, op).await {
-                    Ok(Out::Store(StoreOutcome::Stored(cas))) => (b"HD", cas),
-                    Ok(Out::Store(StoreOutcome::NotStored)) => (b"NS", 0),
-                    Ok(Out::Store(StoreOutcome::Exists)) => (b"EX", 0),
-                    Ok(Out::Store(StoreOutcome::NotFound)) => (b"NF", 0),
-                    Ok(Out::Store(StoreOutcome::NoMemory)) => return reply::NO_MEMORY.to_vec(),
+                    Ok(Reply::Store(StoreOutcome::Stored(cas))) => (b"HD", cas),
+                    Ok(Reply::Store(StoreOutcome::NotStored)) => (b"NS", 0),
+                    Ok(Reply::Store(StoreOutcome::Exists)) => (b"EX", 0),
+                    Ok(Reply::Store(StoreOutcome::NotFound)) => (b"NF", 0),
+                    Ok(Reply::Store(StoreOutcome::NoMemory)) => return reply::NO_MEMORY.to_vec(),
                     Ok(_) => return unexpected(),
                     Err(e) => return e.line(),
                 };
@@ -456,10 +449,10 @@ fn meta_cmd(
             })
         }
         MetaCmd::Delete => job(async move {
-            let code: &[u8] = match s.run(i, Op::Delete { key, cas: f.cas.unwrap_or(0) }).await {
-                Ok(Out::Delete(DeleteOutcome::Deleted)) => b"HD",
-                Ok(Out::Delete(DeleteOutcome::NotFound)) => b"NF",
-                Ok(Out::Delete(DeleteOutcome::Exists)) => b"EX",
+            let code: &[u8] = match s.run(i, Request::Delete { key, cas: f.cas.unwrap_or(0) }).await {
+                Ok(Reply::Delete(DeleteOutcome::Deleted)) => b"HD",
+                Ok(Reply::Delete(DeleteOutcome::NotFound)) => b"NF",
+                Ok(Reply::Delete(DeleteOutcome::Exists)) => b"EX",
                 Ok(_) => return unexpected(),
                 Err(e) => return e.line(),
             };
@@ -476,10 +469,10 @@ fn meta_cmd(
             let incr = !matches!(f.mode, Some(b'D' | b'-'));
             let init = f.vivify.map(|ttl| (f.initial, ttl as i64));
             job(async move {
-                let (value, cas) = match s.run(i, Op::Arith { key, incr, delta: f.delta, init }).await {
-                    Ok(Out::Arith(ArithOutcome::Value { value, cas })) => (value, cas),
-                    Ok(Out::Arith(ArithOutcome::NonNumeric)) => return reply::NON_NUMERIC.to_vec(),
-                    Ok(Out::Arith(ArithOutcome::NotFound)) => {
+                let (value, cas) = match s.run(i, Request::Arith { key, incr, delta: f.delta, init }).await {
+                    Ok(Reply::Arith(ArithOutcome::Done { value, cas, .. })) => (value, cas),
+                    Ok(Reply::Arith(ArithOutcome::NonNumeric)) => return reply::NON_NUMERIC.to_vec(),
+                    Ok(Reply::Arith(ArithOutcome::NotFound)) => {
                         let mut v = b"NF".to_vec();
                         echo(&tokens, &full_key, f.base64, &mut v);
                         v.extend_from_slice(b"\r\n");
@@ -552,7 +545,7 @@ fn bin_fail(v: &mut Vec<u8>, op: Opcode, opaque: u32, f: &Fail) {
 }
 
 /// A claimed binary request: its job (or its error written to `out`).
-pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
+pub fn binary(slot: &Slot, req: &BinaryRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Option<Job> {
     let op = req.opcode();
     let opaque = req.opaque();
     let Some(sql) = slot.get() else {
@@ -587,8 +580,8 @@ pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) 
             };
             job(async move {
                 let mut v = Vec::new();
-                match s.run(i, Op::Get { keys: vec![key], touch }).await {
-                    Ok(Out::Rows(mut r)) => match r.pop().flatten() {
+                match s.run(i, Request::Get { keys: vec![key], touch }).await {
+                    Ok(Reply::Rows(mut r)) => match r.pop().flatten() {
                         Some(row) => write_get_hit(&mut v, op, opaque, row.cas, row.flags, &full_key, &row.value),
                         None if op.suppresses_reply(Status::KeyNotFound) => {}
                         None => write_get_miss(&mut v, op, opaque, &full_key),
@@ -604,25 +597,25 @@ pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) 
             // With CAS off (-C) memcached ignores a request's CAS on stores (as the memory path).
             let cas = if ctx.shared.engine.config().use_cas { req.cas() } else { 0 };
             let mode = crate::modes::binary(op.base(), cas);
-            let store = Op::Store { mode, key, value: req.value().to_vec(), flags, exptime, cas };
+            let store = Request::Store { mode, key, value: req.value().to_vec(), flags, exptime, cas };
             job(async move {
                 let mut v = Vec::new();
                 match s.run(i, store).await {
-                    Ok(Out::Store(StoreOutcome::Stored(cas))) => {
+                    Ok(Reply::Store(StoreOutcome::Stored(cas))) => {
                         if !op.suppresses_reply(Status::NoError) {
                             write_ok(&mut v, op, opaque, cas);
                         }
                     }
-                    Ok(Out::Store(StoreOutcome::Exists)) => rep(&mut v, Status::KeyExists),
-                    Ok(Out::Store(StoreOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
-                    Ok(Out::Store(StoreOutcome::NoMemory)) => write_error_message(
+                    Ok(Reply::Store(StoreOutcome::Exists)) => rep(&mut v, Status::KeyExists),
+                    Ok(Reply::Store(StoreOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
+                    Ok(Reply::Store(StoreOutcome::NoMemory)) => write_error_message(
                         &mut v,
                         op,
                         Status::OutOfMemory,
                         opaque,
                         OUT_OF_MEMORY_STORE_MESSAGE.as_bytes(),
                     ),
-                    Ok(Out::Store(StoreOutcome::NotStored)) => rep(
+                    Ok(Reply::Store(StoreOutcome::NotStored)) => rep(
                         &mut v,
                         match op.base() {
                             Opcode::Add => Status::KeyExists,
@@ -640,14 +633,14 @@ pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) 
             let cas = req.cas();
             job(async move {
                 let mut v = Vec::new();
-                match s.run(i, Op::Delete { key, cas }).await {
-                    Ok(Out::Delete(DeleteOutcome::Deleted)) => {
+                match s.run(i, Request::Delete { key, cas }).await {
+                    Ok(Reply::Delete(DeleteOutcome::Deleted)) => {
                         if !op.suppresses_reply(Status::NoError) {
                             write_ok(&mut v, op, opaque, 0);
                         }
                     }
-                    Ok(Out::Delete(DeleteOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
-                    Ok(Out::Delete(DeleteOutcome::Exists)) => rep(&mut v, Status::KeyExists),
+                    Ok(Reply::Delete(DeleteOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
+                    Ok(Reply::Delete(DeleteOutcome::Exists)) => rep(&mut v, Status::KeyExists),
                     Ok(_) => return unexpected(),
                     Err(e) => bin_fail(&mut v, op, opaque, &e),
                 }
@@ -664,14 +657,14 @@ pub fn binary(slot: &Slot, req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) 
             let delta = x.delta;
             job(async move {
                 let mut v = Vec::new();
-                match s.run(i, Op::Arith { key, incr, delta, init }).await {
-                    Ok(Out::Arith(ArithOutcome::Value { value, cas })) => {
+                match s.run(i, Request::Arith { key, incr, delta, init }).await {
+                    Ok(Reply::Arith(ArithOutcome::Done { value, cas, .. })) => {
                         if !op.suppresses_reply(Status::NoError) {
                             write_counter(&mut v, op, opaque, cas, value);
                         }
                     }
-                    Ok(Out::Arith(ArithOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
-                    Ok(Out::Arith(ArithOutcome::NonNumeric)) => rep(&mut v, Status::NonNumeric),
+                    Ok(Reply::Arith(ArithOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
+                    Ok(Reply::Arith(ArithOutcome::NonNumeric)) => rep(&mut v, Status::NonNumeric),
                     Ok(_) => return unexpected(),
                     Err(e) => bin_fail(&mut v, op, opaque, &e),
                 }

@@ -70,6 +70,7 @@ pub mod batch;
 pub mod config;
 pub mod error;
 pub mod ops;
+pub mod request;
 pub mod sql;
 pub mod validate;
 
@@ -86,6 +87,7 @@ pub use config::{BackendKind, CachePolicy, ContainerDef, MysqlLogin, Options, Pl
 pub use error::{BackendError, LoadError};
 use ops::{absolute_exptime, unix_now, CasClock, Op, OpResult};
 pub use ops::{ArithOutcome, DeleteOutcome, Row, StoreMode, StoreOutcome};
+pub use request::{Reply, Request};
 use validate::Mapping;
 
 /// The loaded, validated set of containers and the backend running them.

@@ -31,17 +31,11 @@ pub use engine::ops::StoreMode;
 /// `StoreOutcome::NoMemory` never happens.
 pub use engine::ops::{DeleteOutcome, StoreOutcome};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArithOutcome {
-    /// The new value and the row's new cas.
-    Value {
-        value: u64,
-        cas: u64,
-    },
-    NotFound,
-    /// The stored value is not a decimal number that fits 64 bits.
-    NonNumeric,
-}
+/// What incr/decr answered: the engine's type. On a container `Done` carries the row's
+/// new cas (0 without a cas column) and `created` for a row made from the initial value;
+/// `NonNumeric` also means the value does not fit 64 bits; `Exists` and `NoMemory` never
+/// happen.
+pub use engine::ops::ArithOutcome;
 
 /// What a table row holds, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,7 +354,7 @@ pub(crate) fn plan(
                         cas: c,
                         exp: m.expire.as_ref().map(|_| *exp),
                     };
-                    Ok((put(row), OpResult::Arith(ArithOutcome::Value { value: *initial, cas: c })))
+                    Ok((put(row), OpResult::Arith(ArithOutcome::Done { value: *initial, cas: c, created: true })))
                 }
             },
             Some(e) => {
@@ -371,7 +365,7 @@ pub(crate) fn plan(
                 let c = new_cas(Some(e));
                 let row =
                     NewRow { parts: split_value(m, v.to_string().as_bytes())?, flags: e.flags, cas: c, exp: e.exp };
-                Ok((Write::Update(row), OpResult::Arith(ArithOutcome::Value { value: v, cas: c })))
+                Ok((Write::Update(row), OpResult::Arith(ArithOutcome::Done { value: v, cas: c, created: false })))
             }
         },
         Op::Touch { exp, .. } => match live {
@@ -584,10 +578,10 @@ mod tests {
         let arith = |incr, delta| Op::Arith { key: b"k".to_vec(), incr, delta, init: None };
         let e = ex(&[Some("18446744073709551615")], 5, None);
         let (_, r) = plan(&m, &arith(true, 2), Some(&e), 100, &clock).unwrap();
-        assert!(matches!(r, OpResult::Arith(ArithOutcome::Value { value: 1, .. })));
+        assert!(matches!(r, OpResult::Arith(ArithOutcome::Done { value: 1, .. })));
         let e = ex(&[Some("3")], 5, None);
         let (w, r) = plan(&m, &arith(false, 5), Some(&e), 100, &clock).unwrap();
-        assert!(matches!(r, OpResult::Arith(ArithOutcome::Value { value: 0, .. })));
+        assert!(matches!(r, OpResult::Arith(ArithOutcome::Done { value: 0, .. })));
         let Write::Update(row) = w else { panic!() };
         assert_eq!(row.parts, vec![Some(b"0".to_vec())]);
         let e = ex(&[Some("abc")], 5, None);
@@ -597,6 +591,6 @@ mod tests {
         assert_eq!(r, OpResult::Arith(ArithOutcome::NotFound));
         let init = Op::Arith { key: b"k".to_vec(), incr: true, delta: 1, init: Some((10, 0)) };
         let (w, r) = plan(&m, &init, None, 100, &clock).unwrap();
-        assert!(matches!(w, Write::Insert(_)) && matches!(r, OpResult::Arith(ArithOutcome::Value { value: 10, .. })));
+        assert!(matches!(w, Write::Insert(_)) && matches!(r, OpResult::Arith(ArithOutcome::Done { value: 10, .. })));
     }
 }

@@ -116,7 +116,7 @@ async fn group_commit_keeps_memcached_semantics() {
     })
     .await;
     let mut vals: Vec<u64> =
-        r.iter().map(|o| if let ArithOutcome::Value { value, .. } = o { *value } else { 0 }).collect();
+        r.iter().map(|o| if let ArithOutcome::Done { value, .. } = o { *value } else { 0 }).collect();
     vals.sort_unstable();
     assert_eq!(vals, (1..=100).collect::<Vec<u64>>());
     let v: String = sql.query_first("SELECT v FROM kv WHERE k = 'n'").await.unwrap().unwrap();

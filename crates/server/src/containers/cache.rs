@@ -3,9 +3,11 @@
 
 use engine::ops::{self as eops, GetOptions};
 use engine::Engine;
-use tier_sql::{ArithOutcome, Container, Row};
+use tier_sql::{Container, Row};
 
-use super::{backend_op, Fail, Op, Out};
+use tier_sql::{Reply, Request};
+
+use super::Fail;
 
 /// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
 /// backend cas and absolute exptime (so a hit answers what the table would).
@@ -17,12 +19,12 @@ fn row_of(e: &Engine, it: &engine::item::Item) -> Row {
 }
 
 /// `cache_only`: the container's private engine, memcached's semantics.
-pub(crate) fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
+pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
     Ok(match op {
-        Op::Get { keys, touch } => Out::Rows(
+        Request::Get { keys, touch } => Reply::Rows(
             keys.iter().map(|k| eops::get(e, k, GetOptions { touch }, |it| it.map(|it| row_of(e, it)))).collect(),
         ),
-        Op::Store { mode, key, value, flags, exptime, cas } => {
+        Request::Store { mode, key, value, flags, exptime, cas } => {
             let req = eops::StoreRequest {
                 mode,
                 key: &key,
@@ -34,24 +36,19 @@ pub(crate) fn memory_op(e: &Engine, op: Op) -> Result<Out, Fail> {
                 vivify: None,
                 key_binary: false,
             };
-            Out::Store(eops::store(e, &req))
+            Reply::Store(eops::store(e, &req))
         }
-        Op::Delete { key, cas } => Out::Delete(eops::delete(e, &key, cas)),
-        Op::Arith { key, incr, delta, init } => {
+        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas)),
+        Request::Arith { key, incr, delta, init } => {
             let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
-            Out::Arith(match eops::arith(e, &req) {
-                eops::ArithOutcome::Done { value, cas, .. } => ArithOutcome::Value { value, cas },
-                eops::ArithOutcome::NonNumeric => ArithOutcome::NonNumeric,
-                eops::ArithOutcome::NoMemory => return Err(Fail::Server("out of memory".into())),
-                _ => ArithOutcome::NotFound,
-            })
+            Reply::Arith(eops::arith(e, &req))
         }
-        Op::Touch { key, exptime } => {
-            Out::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, |it| it.map(|it| row_of(e, it))))
+        Request::Touch { key, exptime } => {
+            Reply::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, |it| it.map(|it| row_of(e, it))))
         }
-        Op::Flush => {
+        Request::Flush => {
             e.flush_all(0);
-            Out::Done
+            Reply::Done
         }
     })
 }
@@ -100,9 +97,9 @@ fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
 /// `caching`: reads from memory first (a miss reads the table and fills memory for at
 /// most `cache_ttl`); writes go to the table first, then drop the memory copy (the next
 /// read refills it); flush empties both.
-pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Op) -> Result<Out, Fail> {
+pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Request) -> Result<Reply, Fail> {
     match op {
-        Op::Get { keys, touch: None } => {
+        Request::Get { keys, touch: None } => {
             let mut rows: Vec<Option<Row>> = keys.iter().map(|k| cached(e, k)).collect();
             let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
             if !miss.is_empty() {
@@ -115,22 +112,16 @@ pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Op) -> Result<Out,
                     rows[j] = r;
                 }
             }
-            Ok(Out::Rows(rows))
+            Ok(Reply::Rows(rows))
         }
-        Op::Flush => {
-            let r = backend_op(c, Op::Flush).await;
+        Request::Flush => {
+            let r = c.execute(Request::Flush).await.map_err(Fail::from);
             e.flush_all(0);
             r
         }
         op => {
-            let keys: Vec<Vec<u8>> = match &op {
-                Op::Get { keys, .. } => keys.clone(),
-                Op::Store { key, .. } | Op::Delete { key, .. } | Op::Arith { key, .. } | Op::Touch { key, .. } => {
-                    vec![key.clone()]
-                }
-                Op::Flush => Vec::new(),
-            };
-            let r = backend_op(c, op).await;
+            let keys = op.keys();
+            let r = c.execute(op).await.map_err(Fail::from);
             // Dropped whatever the outcome: a failed write may still have happened.
             for k in &keys {
                 e.access(k).remove();

@@ -12,10 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use engine::{Clock, Engine, EngineConfig};
-use tier_sql::{
-    ArithOutcome, BackendError, CachePolicy, Container, Containers, DeleteOutcome, LoadError, PlainKeys, Row,
-    SqlConfig, StoreMode, StoreOutcome,
-};
+use tier_sql::{BackendError, CachePolicy, Container, Containers, LoadError, PlainKeys, Reply, Request, SqlConfig};
 
 use crate::ctx::Ctx;
 
@@ -91,48 +88,6 @@ impl From<BackendError> for Fail {
             _ => Fail::Server(e.to_string()),
         }
     }
-}
-
-/// One operation on a container (owned: it outlives the read buffer).
-pub enum Op {
-    /// get/gets (`touch` None) or gat/gats.
-    Get {
-        keys: Vec<Vec<u8>>,
-        touch: Option<i64>,
-    },
-    Store {
-        mode: StoreMode,
-        key: Vec<u8>,
-        value: Vec<u8>,
-        flags: u32,
-        exptime: i64,
-        cas: u64,
-    },
-    Delete {
-        key: Vec<u8>,
-        cas: u64,
-    },
-    Arith {
-        key: Vec<u8>,
-        incr: bool,
-        delta: u64,
-        init: Option<(u64, i64)>,
-    },
-    Touch {
-        key: Vec<u8>,
-        exptime: i64,
-    },
-    Flush,
-}
-
-/// What an [`Op`] answered.
-pub enum Out {
-    Rows(Vec<Option<Row>>),
-    Store(StoreOutcome),
-    Delete(DeleteOutcome),
-    Arith(ArithOutcome),
-    Touch(Option<Row>),
-    Done,
 }
 
 /// What the containers' memory copies are sized and timed by: the main engine's figures.
@@ -330,12 +285,14 @@ impl Sql {
     }
 
     /// Run one operation on container `i` under its policy, counting it.
-    pub async fn run(self: Arc<Self>, i: usize, op: Op) -> Result<Out, Fail> {
+    pub async fn run(self: Arc<Self>, i: usize, op: Request) -> Result<Reply, Fail> {
         let kind = match &op {
-            Op::Get { touch: None, .. } => None,
-            Op::Get { .. } | Op::Store { .. } | Op::Arith { .. } | Op::Touch { .. } => Some(Counted::Write),
-            Op::Delete { .. } => Some(Counted::Delete),
-            Op::Flush => Some(Counted::Flush),
+            Request::Get { touch: None, .. } => None,
+            Request::Get { .. } | Request::Store { .. } | Request::Arith { .. } | Request::Touch { .. } => {
+                Some(Counted::Write)
+            }
+            Request::Delete { .. } => Some(Counted::Delete),
+            Request::Flush => Some(Counted::Flush),
         };
         let timed = match &kind {
             None => 0,
@@ -349,7 +306,7 @@ impl Sql {
         s.timed(timed, t);
         match (&r, kind) {
             (Err(_), _) => s.count(Counted::Error),
-            (Ok(Out::Rows(rows)), None) => {
+            (Ok(Reply::Rows(rows)), None) => {
                 let hits = rows.iter().filter(|r| r.is_some()).count() as u64;
                 s.count(Counted::Get { keys: rows.len() as u64, hits })
             }
@@ -359,47 +316,21 @@ impl Sql {
         r
     }
 
-    async fn run_uncounted(self: Arc<Self>, i: usize, op: Op) -> Result<Out, Fail> {
+    async fn run_uncounted(self: Arc<Self>, i: usize, op: Request) -> Result<Reply, Fail> {
         let c = &self.list[i];
         let p = c.policy();
         let policy = match &op {
-            Op::Get { touch: None, .. } => p.get,
-            Op::Get { .. } | Op::Store { .. } | Op::Arith { .. } | Op::Touch { .. } => p.set,
-            Op::Delete { .. } => p.delete,
-            Op::Flush => p.flush,
+            Request::Get { touch: None, .. } => p.get,
+            Request::Get { .. } | Request::Store { .. } | Request::Arith { .. } | Request::Touch { .. } => p.set,
+            Request::Delete { .. } => p.delete,
+            Request::Flush => p.flush,
         };
         let cache = self.caches[i].as_deref();
         match (policy, cache) {
             (CachePolicy::Disabled, _) => Err(Fail::Server(format!("operation disabled for container {}", c.name()))),
             (CachePolicy::CacheOnly, Some(e)) => memory_op(e, op),
             (CachePolicy::Caching, Some(e)) => caching_op(c, e, op).await,
-            _ => backend_op(c, op).await,
+            _ => Ok(c.execute(op).await?),
         }
     }
-}
-
-pub(crate) async fn backend_op(c: &Container, op: Op) -> Result<Out, Fail> {
-    Ok(match op {
-        Op::Get { keys, touch: None } => {
-            let ks: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-            Out::Rows(c.get_many(&ks).await?)
-        }
-        Op::Get { keys, touch: Some(t) } => {
-            let mut rows = Vec::with_capacity(keys.len());
-            for k in &keys {
-                rows.push(c.touch(k, t).await?);
-            }
-            Out::Rows(rows)
-        }
-        Op::Store { mode, key, value, flags, exptime, cas } => {
-            Out::Store(c.store(mode, &key, &value, flags, exptime, cas).await?)
-        }
-        Op::Delete { key, cas } => Out::Delete(c.delete(&key, cas).await?),
-        Op::Arith { key, incr, delta, init } => Out::Arith(c.arith(&key, incr, delta, init).await?),
-        Op::Touch { key, exptime } => Out::Touch(c.touch(&key, exptime).await?),
-        Op::Flush => {
-            c.flush().await?;
-            Out::Done
-        }
-    })
 }

@@ -3,7 +3,7 @@
 //! command family, as memcached's `proto_text.c` functions).
 
 mod admin;
-mod arith;
+pub(crate) mod arith;
 mod auth;
 mod delete;
 mod retrieval;

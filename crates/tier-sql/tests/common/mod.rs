@@ -141,17 +141,17 @@ pub async fn arith(cs: &Containers) {
     assert_eq!(c.arith(b"n", true, 1, None).await.unwrap(), ArithOutcome::NotFound);
     set(c, b"n", b"10").await;
     let cas0 = c.get(b"n").await.unwrap().unwrap().cas;
-    let ArithOutcome::Value { value, cas } = c.arith(b"n", true, 5, None).await.unwrap() else { panic!() };
+    let ArithOutcome::Done { value, cas, .. } = c.arith(b"n", true, 5, None).await.unwrap() else { panic!() };
     assert_eq!(value, 15);
     assert!(cas > cas0);
     assert_eq!(c.get(b"n").await.unwrap().unwrap().cas, cas);
-    assert!(matches!(c.arith(b"n", false, 20, None).await.unwrap(), ArithOutcome::Value { value: 0, .. }));
+    assert!(matches!(c.arith(b"n", false, 20, None).await.unwrap(), ArithOutcome::Done { value: 0, .. }));
     assert_eq!(val(c, b"n").await.unwrap(), b"0");
     set(c, b"n", b"18446744073709551615").await;
-    assert!(matches!(c.arith(b"n", true, 2, None).await.unwrap(), ArithOutcome::Value { value: 1, .. }));
+    assert!(matches!(c.arith(b"n", true, 2, None).await.unwrap(), ArithOutcome::Done { value: 1, .. }));
     set(c, b"n", b"abc").await;
     assert_eq!(c.arith(b"n", true, 1, None).await.unwrap(), ArithOutcome::NonNumeric);
-    assert!(matches!(c.arith(b"n2", true, 1, Some((42, 0))).await.unwrap(), ArithOutcome::Value { value: 42, .. }));
+    assert!(matches!(c.arith(b"n2", true, 1, Some((42, 0))).await.unwrap(), ArithOutcome::Done { value: 42, .. }));
     assert_eq!(val(c, b"n2").await.unwrap(), b"42");
 
     // Concurrent increments of one key are serialized on its connection: none lost.
@@ -162,7 +162,7 @@ pub async fn arith(cs: &Containers) {
         tasks.push(tokio::spawn(async move { c.arith(b"ctr", true, 1, None).await.unwrap() }));
     }
     for t in tasks {
-        assert!(matches!(t.await.unwrap(), ArithOutcome::Value { .. }));
+        assert!(matches!(t.await.unwrap(), ArithOutcome::Done { .. }));
     }
     assert_eq!(val(c, b"ctr").await.unwrap(), b"40");
 }
