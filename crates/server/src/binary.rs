@@ -11,18 +11,16 @@ use protocol_memcache::binary::{
 
 use crate::ctx::{Ctx, Flow};
 use crate::sasl::Gate;
-use crate::text::VERSION;
 use crate::timing::{self, Class, Proto};
+use crate::VERSION;
 
 /// Per-connection state that outlives one read.
 #[derive(Default)]
 pub struct BinaryState {
     /// Bytes still to discard (a refused value, or the tail of an unknown command).
     pub swallow: u64,
-    /// With `-S`: this connection authenticated.
-    pub authenticated: bool,
-    /// With `-S`: a PLAIN exchange waits for its SASL_STEP.
-    pub plain_pending: bool,
+    /// With `-S`: where this connection is in the SASL exchange.
+    pub sasl: crate::sasl::SaslState,
 }
 
 /// Run as many complete requests from `buf` as `budget` allows; returns bytes consumed.
@@ -49,7 +47,7 @@ pub fn process(
             Ok(None) => break,
             Ok(Some(h)) => {
                 if ctx.shared.sasl.is_some() {
-                    match crate::sasl::gate(&h, st.authenticated, ctx.shared.cfg.item_size_max) {
+                    match crate::sasl::gate(&h, st.sasl.authenticated, ctx.shared.cfg.item_size_max) {
                         Gate::Pass => {}
                         Gate::Refuse => {
                             write_error(out, h.opcode, Status::AuthError, h.opaque);
@@ -101,7 +99,7 @@ pub fn process(
                 pos += used;
                 *budget -= 1;
                 if let (Some(sasl), true) = (&ctx.shared.sasl, crate::sasl::is_sasl(req.opcode())) {
-                    crate::sasl::execute(sasl, &req, st, out);
+                    crate::sasl::execute(sasl, &req, &mut st.sasl, out);
                     continue;
                 }
                 if let Some(sql) = &ctx.shared.sql {
@@ -113,11 +111,11 @@ pub fn process(
                         continue;
                     }
                 }
-                let t = timing::start(ctx);
+                let t = timing::start(ctx.shared.timing);
                 let mark = out.len();
                 let flow = execute(&req, ctx, out);
                 ctx.acks.note(mark, out.len(), Some((req.opcode(), req.opaque())));
-                timing::done(ctx, t, Proto::Binary, class_of(req.opcode()));
+                timing::done(&ctx.worker.latency, t, Proto::Binary, class_of(req.opcode()));
                 if flow == Flow::Close {
                     return (pos, Flow::Close);
                 }

@@ -1,10 +1,15 @@
 //! What a command executor gets to work with.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 
-use crate::containers::Job;
 use crate::durable::Acks;
 use crate::shared::{ConnInfo, Shared, WorkerStats};
+
+/// A reply that needs a slow tier (a SQL container today): an owned future that resolves
+/// to the command's reply bytes, awaited by the connection in request order.
+pub type Job = Pin<Box<dyn Future<Output = Vec<u8>> + Send>>;
 
 /// The shared server, this worker's counters and this connection.
 pub struct Ctx<'a> {

@@ -9,10 +9,15 @@
 //! operations (`engine::ops`) → the sharded in-memory store (and, below it, a storage
 //! tier).
 
+/// The memcached version sqlcached answers `version` and `stats` with: the one whose
+/// behaviour it reproduces.
+pub const VERSION: &str = "1.6.18";
+
 mod admin;
 mod auth;
 mod binary;
 pub mod check;
+mod compose;
 pub mod config;
 mod conn;
 mod containers;

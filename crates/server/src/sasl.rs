@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use protocol_memcache::binary::sasl::{parse_plain, pwdb_allows, MAX_SASL_MECH_LEN, MECHANISMS};
 use protocol_memcache::binary::{write_error, write_response, Opcode, Request, RequestHeader, Status};
 
-use crate::binary::BinaryState;
-
 /// The environment variable naming the password file, as in memcached.
 pub const PWDB_ENV: &str = "MEMCACHED_SASL_PWDB";
 
@@ -94,8 +92,17 @@ pub fn is_sasl(op: Opcode) -> bool {
     matches!(op, Opcode::SaslListMechs | Opcode::SaslAuth | Opcode::SaslStep)
 }
 
+/// One binary connection's place in the SASL exchange.
+#[derive(Debug, Default)]
+pub struct SaslState {
+    /// This connection authenticated.
+    pub authenticated: bool,
+    /// A PLAIN exchange waits for its SASL_STEP.
+    pub plain_pending: bool,
+}
+
 /// Run SASL_LIST_MECHS, SASL_AUTH or SASL_STEP on connection state `st`.
-pub fn execute(sasl: &Sasl, req: &Request<'_>, st: &mut BinaryState, out: &mut Vec<u8>) {
+pub fn execute(sasl: &Sasl, req: &Request<'_>, st: &mut SaslState, out: &mut Vec<u8>) {
     let op = req.opcode();
     let opaque = req.opaque();
     // memcached's init_sasl_conn, run by each of them: an earlier login is forgotten.

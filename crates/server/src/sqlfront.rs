@@ -13,8 +13,8 @@ use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
 use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
 use tier_sql::{ArithOutcome, DeleteOutcome, Reply, Request, StoreOutcome};
 
-use crate::containers::{Fail, Job, Slot, Sql, Target};
-use crate::ctx::Ctx;
+use crate::containers::{Fail, Slot, Sql, Target};
+use crate::ctx::{Ctx, Job};
 
 /// `bind <name>`: bind the connection to a container. `None` if the line is not `bind`.
 pub fn bind_line(slot: &Slot, line: &[u8], ctx: &Ctx<'_>) -> Option<Vec<u8>> {
@@ -40,7 +40,7 @@ pub fn bind_line(slot: &Slot, line: &[u8], ctx: &Ctx<'_>) -> Option<Vec<u8>> {
 /// Does `key` go to the containers (loaded or waiting for their backend)?
 fn claims_key(slot: &Slot, ctx: &Ctx<'_>, key: &[u8]) -> bool {
     match slot.get() {
-        Some(sql) => sql.claims(ctx, key),
+        Some(sql) => sql.claims(&ctx.bound, key),
         None => slot.waiting_claims(key),
     }
 }
@@ -48,7 +48,7 @@ fn claims_key(slot: &Slot, ctx: &Ctx<'_>, key: &[u8]) -> bool {
 /// Does this text (or meta) command go to the containers?
 pub fn claims(slot: &Slot, cmd: &Command<'_>, ctx: &Ctx<'_>) -> bool {
     let bound = || match slot.get() {
-        Some(sql) => sql.binding(ctx).is_some(),
+        Some(sql) => sql.binding(&ctx.bound).is_some(),
         None => slot.waiting_claims_keyless(),
     };
     match cmd {
@@ -85,7 +85,7 @@ fn said(noreply: bool, v: Vec<u8>) -> Vec<u8> {
 
 /// Resolve a single-key command's key; errors are written (unless `noreply`).
 fn single(sql: &Sql, ctx: &Ctx<'_>, key: &[u8], noreply: bool, out: &mut Vec<u8>) -> Option<(usize, Vec<u8>)> {
-    match sql.route(ctx, key) {
+    match sql.route(&ctx.bound, key) {
         Target::Container(i, k) => Some((i, k.to_vec())),
         Target::Bind(i) => {
             out.extend(said(noreply, sql.missing_key(i).line()));
@@ -163,7 +163,7 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             job(async move {
                 let mut v = Vec::new();
                 match s.run(i, Request::Arith { key, incr, delta, init: None }).await {
-                    Ok(Reply::Arith(o)) => crate::text::arith::compose(o, noreply, &mut v),
+                    Ok(Reply::Arith(o)) => crate::compose::text::arith(o, noreply, &mut v),
                     Ok(_) => v = said(noreply, unexpected()),
                     Err(f) => v = said(noreply, f.line()),
                 }
@@ -185,7 +185,7 @@ pub fn text(slot: &Slot, cmd: Command<'_>, block: Option<&[u8]>, ctx: &Ctx<'_>, 
             })
         }
         Command::FlushAll { delay, noreply } => {
-            let i = sql.binding(ctx)?;
+            let i = sql.binding(&ctx.bound)?;
             if ctx.shared.cfg.disable_flush_all {
                 out.extend(said(noreply, b"CLIENT_ERROR flush_all not allowed\r\n".to_vec()));
                 return None;
@@ -239,7 +239,7 @@ fn get(
             out.extend_from_slice(b"CLIENT_ERROR bad command line format\r\n");
             return None;
         }
-        match sql.route(ctx, key) {
+        match sql.route(&ctx.bound, key) {
             Target::Memory => {
                 let mut b = Vec::new();
                 eops::get(engine, key, GetOptions { touch }, |it| {
@@ -335,7 +335,7 @@ fn meta_cmd(
 ) -> Option<Job> {
     let f = m.flags.clone();
     let full_key = m.key.to_vec();
-    let (i, key) = match sql.route(ctx, &m.key) {
+    let (i, key) = match sql.route(&ctx.bound, &m.key) {
         Target::Container(i, k) => (i, k.to_vec()),
         Target::Bind(i) => {
             if m.cmd == MetaCmd::Get {
@@ -553,7 +553,7 @@ pub fn binary(slot: &Slot, req: &BinaryRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec
         return None;
     };
     let full_key = req.key().to_vec();
-    let (i, key) = match sql.route(ctx, req.key()) {
+    let (i, key) = match sql.route(&ctx.bound, req.key()) {
         Target::Container(i, k) => (i, k.to_vec()),
         Target::Bind(i) => {
             bin_fail(out, op, opaque, &sql.missing_key(i));

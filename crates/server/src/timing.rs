@@ -14,9 +14,6 @@ use std::time::Instant;
 use engine::latency::{Histogram, Snapshot};
 use engine::stats::{Series, StatSink, Value};
 
-use crate::ctx::Ctx;
-use crate::shared::Shared;
-
 /// Which memcached protocol a command came in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
@@ -53,28 +50,28 @@ impl FrontLatency {
     }
 }
 
-/// The start time of a command, if commands are being timed.
+/// The start time of a command, if commands are being timed (`timing`).
 #[inline]
-pub fn start(ctx: &Ctx<'_>) -> Option<Instant> {
-    ctx.shared.timing.then(Instant::now)
+pub fn start(timing: bool) -> Option<Instant> {
+    timing.then(Instant::now)
 }
 
-/// Count a command that started at `t` (from [`start`]).
+/// Count a command that started at `t` (from [`start`]) in this worker's histograms.
 #[inline]
-pub fn done(ctx: &Ctx<'_>, t: Option<Instant>, proto: Proto, class: Class) {
+pub fn done(latency: &FrontLatency, t: Option<Instant>, proto: Proto, class: Class) {
     if let Some(t) = t {
-        ctx.worker.latency.0[proto as usize][class as usize].record_since(t);
+        latency.0[proto as usize][class as usize].record_since(t);
     }
 }
 
-/// Write the histograms summed over workers (series with no observations are left out).
-pub fn write(shared: &Shared, sink: &mut dyn StatSink) {
+/// Write the histograms summed over the workers' (series with no observations are left out).
+pub fn write<'a>(workers: impl Iterator<Item = &'a FrontLatency> + Clone, sink: &mut dyn StatSink) {
     let mut series = Vec::new();
     for (p, proto) in PROTOS.iter().enumerate() {
         for (c, class) in CLASSES.iter().enumerate() {
             let mut sum = Snapshot::default();
-            for w in &shared.workers {
-                sum.add(&w.latency.0[p][c]);
+            for w in workers.clone() {
+                sum.add(&w.0[p][c]);
             }
             if sum.count() > 0 {
                 let labels = vec![("protocol", proto.to_string()), ("command", class.to_string())];

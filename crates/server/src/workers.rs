@@ -19,17 +19,21 @@ pub enum Incoming {
     Unix(std::os::unix::net::UnixStream),
 }
 
+/// Something to start on a worker's runtime, called there (so it may `tokio::spawn`): a
+/// MySQL proxy client, whose serving the proxy decides.
+pub type Task = Box<dyn FnOnce() + Send>;
+
 /// Work handed to a worker thread.
-enum Job {
+enum Work {
     /// A memcached connection with its `stats conns` entry and id.
     Memcache(Incoming, Arc<ConnInfo>, u64),
-    /// A MySQL proxy client.
-    Mysql(std::net::TcpStream, Arc<crate::mysql::Proxy>),
+    /// Any other task.
+    Task(Task),
 }
 
 /// Handles to the worker threads.
 pub struct Workers {
-    senders: Vec<UnboundedSender<Job>>,
+    senders: Vec<UnboundedSender<Work>>,
     next: AtomicUsize,
 }
 
@@ -38,21 +42,17 @@ impl Workers {
     pub fn start(shared: &Arc<Shared>) -> std::io::Result<Workers> {
         let mut senders = Vec::new();
         for (i, stats) in shared.workers.iter().enumerate() {
-            let (tx, mut rx) = unbounded_channel::<Job>();
+            let (tx, mut rx) = unbounded_channel::<Work>();
             let shared = shared.clone();
             let stats = stats.clone();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             std::thread::Builder::new().name(format!("worker-{i}")).spawn(move || {
                 rt.block_on(async move {
-                    while let Some(job) = rx.recv().await {
-                        let (sock, info, id) = match job {
-                            Job::Memcache(sock, info, id) => (sock, info, id),
-                            Job::Mysql(s, proxy) => {
-                                if s.set_nonblocking(true).is_ok() {
-                                    if let Ok(s) = tokio::net::TcpStream::from_std(s) {
-                                        tokio::spawn(crate::mysql::conn::serve(s, proxy));
-                                    }
-                                }
+                    while let Some(work) = rx.recv().await {
+                        let (sock, info, id) = match work {
+                            Work::Memcache(sock, info, id) => (sock, info, id),
+                            Work::Task(task) => {
+                                task();
                                 continue;
                             }
                         };
@@ -109,13 +109,13 @@ impl Workers {
         });
         shared.conns.lock().insert(id, info.clone());
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
-        let _ = self.senders[i].send(Job::Memcache(sock, info, id));
+        let _ = self.senders[i].send(Work::Memcache(sock, info, id));
     }
 
-    /// Hand a MySQL proxy client to the next worker, round robin.
-    pub fn dispatch_mysql(&self, sock: std::net::TcpStream, proxy: Arc<crate::mysql::Proxy>) {
+    /// Hand a task (a MySQL proxy client) to the next worker, round robin.
+    pub fn dispatch_task(&self, task: Task) {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
-        let _ = self.senders[i].send(Job::Mysql(sock, proxy));
+        let _ = self.senders[i].send(Work::Task(task));
     }
 }
 

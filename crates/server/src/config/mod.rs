@@ -8,6 +8,7 @@
 use std::fmt;
 
 pub mod file;
+pub mod mysql;
 pub mod tls;
 
 /// Which protocols a connection may speak (`-B`).
@@ -103,7 +104,7 @@ pub struct Config {
     /// `--flush-interval-ms` was given.
     pub flush_interval_set: bool,
     /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
-    pub mysql: crate::mysql::config::MysqlConfig,
+    pub mysql: mysql::MysqlConfig,
     /// `--config FILE` the settings were read from (flags override it).
     pub config_file: Option<String>,
     /// `--log-format`: text (default) or json lines.
@@ -431,7 +432,7 @@ impl Config {
                         other => return Err(format!("--log-format must be text or json, not '{other}'")),
                     }
                 }
-                Long(flag) if crate::mysql::config::FLAGS.contains(&flag) => {
+                Long(flag) if mysql::FLAGS.contains(&flag) => {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
                 }
@@ -576,7 +577,7 @@ SQL containers (sqlcached):
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
 "#,
-        crate::mysql::config::USAGE
+        mysql::USAGE
     )
 }
 

@@ -2,19 +2,17 @@
 //! `@@name.key` routing, `bind`, and the cache policies, on top of the protocol front
 //! ends. See `docs/containers.md`.
 //!
-//! A command that reaches a container becomes a [`Job`]: an owned future that produces
-//! the command's reply bytes. The front end stores it in the connection's [`Ctx`] and
-//! stops (`Flow::Job`); `conn.rs` awaits it, appends the reply and goes on with the
+//! A command that reaches a container becomes a [`crate::ctx::Job`]: an owned future that
+//! produces the command's reply bytes. The front end stores it in the connection's [`crate::ctx::Ctx`]
+//! and stops (`Flow::Job`); `conn.rs` awaits it, appends the reply and goes on with the
 //! buffer, so replies stay in request order and worker threads never block on SQL.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use engine::{Clock, Engine, EngineConfig};
 use tier_sql::{BackendError, CachePolicy, Container, Containers, LoadError, PlainKeys, Reply, Request, SqlConfig};
 
-use crate::ctx::Ctx;
+use std::cell::Cell;
 
 pub mod binlog;
 mod cache;
@@ -23,9 +21,6 @@ pub mod stats;
 use self::cache::{caching_op, memory_op};
 pub use self::slot::Slot;
 use self::stats::{ContainerStats, Counted};
-
-/// A container command in flight: resolves to its reply bytes.
-pub type Job = Pin<Box<dyn Future<Output = Vec<u8>> + Send>>;
 
 /// The loaded containers and their memory copies.
 pub struct Sql {
@@ -192,8 +187,8 @@ impl Sql {
 
     /// The container this connection's plain keys go to: its `bind`, else the initial
     /// binding (also for connections opened before the containers loaded).
-    pub fn binding(&self, ctx: &Ctx<'_>) -> Option<usize> {
-        ctx.bound.get().or_else(|| self.initial_binding())
+    pub fn binding(&self, bound: &Cell<Option<usize>>) -> Option<usize> {
+        bound.get().or_else(|| self.initial_binding())
     }
 
     /// Do `@@name.key` references also bind the connection? (Yes in the plugin's mode,
@@ -227,19 +222,19 @@ impl Sql {
     }
 
     /// Resolve a key and apply the binding side effects; `Memory` stays `Memory`.
-    pub fn route<'k>(&self, ctx: &Ctx<'_>, key: &'k [u8]) -> Target<'k> {
-        let t = self.resolve(self.binding(ctx), key);
+    pub fn route<'k>(&self, bound: &Cell<Option<usize>>, key: &'k [u8]) -> Target<'k> {
+        let t = self.resolve(self.binding(bound), key);
         match t {
-            Target::Bind(i) => ctx.bound.set(Some(i)),
-            Target::Container(i, _) if self.mapped_key_binds() && key.starts_with(b"@@") => ctx.bound.set(Some(i)),
+            Target::Bind(i) => bound.set(Some(i)),
+            Target::Container(i, _) if self.mapped_key_binds() && key.starts_with(b"@@") => bound.set(Some(i)),
             _ => {}
         }
         t
     }
 
     /// Is `key` one for the containers (mapped, or the connection is bound)?
-    pub fn claims(&self, ctx: &Ctx<'_>, key: &[u8]) -> bool {
-        self.binding(ctx).is_some() || key.starts_with(b"@@")
+    pub fn claims(&self, bound: &Cell<Option<usize>>, key: &[u8]) -> bool {
+        self.binding(bound).is_some() || key.starts_with(b"@@")
     }
 
     pub fn unknown(name: &[u8]) -> Fail {

@@ -9,7 +9,6 @@
 
 pub mod binlog;
 pub mod cache;
-pub mod config;
 pub mod conn;
 pub mod counters;
 mod digest_metrics;
@@ -51,7 +50,7 @@ pub struct Proxy {
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
     /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
-    pub fn new(cfg: &config::MysqlConfig, timing: bool) -> std::io::Result<Proxy> {
+    pub fn new(cfg: &crate::config::mysql::MysqlConfig, timing: bool) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
         Ok(Proxy {
@@ -170,7 +169,14 @@ pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
                 if proxy.is_stopping() {
                     continue; // stopping: closed unanswered
                 }
-                workers.dispatch_mysql(s, proxy.clone())
+                let proxy = proxy.clone();
+                workers.dispatch_task(Box::new(move || {
+                    if s.set_nonblocking(true).is_ok() {
+                        if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                            tokio::spawn(conn::serve(s, proxy));
+                        }
+                    }
+                }))
             }
             Err(e) => {
                 log::debug!("mysql accept(): {e}");

@@ -8,7 +8,7 @@ use querycache::types::{Invalidation, Source};
 use querycache::QueryCache;
 
 use super::binlog::Action;
-use super::config::{CacheType, MysqlConfig};
+use crate::config::mysql::{CacheType, MysqlConfig};
 
 /// The query cache with the binlog follower that keeps it fresh.
 pub struct SharedCache {

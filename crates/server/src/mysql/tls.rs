@@ -13,7 +13,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, ServerConfig, SignatureScheme};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use super::config::{BackendTls, MysqlConfig};
+use crate::config::mysql::{BackendTls, MysqlConfig};
 use crate::tls::{load_chain, load_key, load_roots};
 
 /// The proxy's TLS configurations.

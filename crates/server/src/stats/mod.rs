@@ -12,7 +12,7 @@ use protocol_memcache::text::{reply, Tokens};
 use crate::ctx::{Ctx, Flow};
 use crate::shared::Shared;
 use crate::slab;
-use crate::text::VERSION;
+use crate::VERSION;
 
 mod sinks;
 
@@ -190,7 +190,7 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
         sink.stat("disk_hits", Kind::Counter, &i.tier_hits);
         tier.stats(sink);
     }
-    crate::timing::write(sh, sink);
+    crate::timing::write(sh.workers.iter().map(|w| &w.latency), sink);
 }
 
 fn settings(shared: &Shared, sink: &mut dyn StatSink) {

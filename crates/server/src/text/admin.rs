@@ -7,9 +7,6 @@ use protocol_memcache::text::{reply, Command};
 use super::say;
 use crate::ctx::{Ctx, Flow};
 
-/// The version memcached clients see: sqlcached speaks memcached 1.6.18's protocol.
-pub const VERSION: &str = "1.6.18";
-
 /// Run an administrative command.
 pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let shared = ctx.shared;
@@ -24,7 +21,7 @@ pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
         }
         Command::Version => {
             out.extend_from_slice(b"VERSION ");
-            out.extend_from_slice(VERSION.as_bytes());
+            out.extend_from_slice(crate::VERSION.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         Command::Verbosity { level, noreply } => {

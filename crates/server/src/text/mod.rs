@@ -3,14 +3,12 @@
 //! command family, as memcached's `proto_text.c` functions).
 
 mod admin;
-pub(crate) mod arith;
+mod arith;
 mod auth;
 mod delete;
 mod retrieval;
 mod storage;
 mod touch;
-
-pub use admin::VERSION;
 
 use engine::ops;
 use protocol_memcache::text::{self, Command, Frame};
@@ -144,16 +142,16 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                 break;
             }
             let block = &buf[pos + used..pos + need];
-            let t = timing::start(ctx);
+            let t = timing::start(ctx.shared.timing);
             let mark = out.len();
             match cmd {
                 Command::Meta(m) => {
                     meta::execute(m, Some(block), ctx, out);
-                    timing::done(ctx, t, Proto::Meta, Class::Set);
+                    timing::done(&ctx.worker.latency, t, Proto::Meta, Class::Set);
                 }
                 _ => {
                     storage::execute(&cmd, block, ctx, out);
-                    timing::done(ctx, t, Proto::Text, Class::Set);
+                    timing::done(&ctx.worker.latency, t, Proto::Text, Class::Set);
                 }
             };
             ctx.acks.note(mark, out.len(), None);
@@ -171,7 +169,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                 continue;
             }
         }
-        let t = timing::start(ctx);
+        let t = timing::start(ctx.shared.timing);
         let (proto, class) = match &cmd {
             Command::Get { .. } | Command::Gat { .. } => (Proto::Text, Class::Get),
             Command::Meta(m) if m.cmd == MetaCmd::Get => (Proto::Meta, Class::Get),
@@ -190,7 +188,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             other => admin::execute(other, ctx, out),
         };
         ctx.acks.note(mark, out.len(), None);
-        timing::done(ctx, t, proto, class);
+        timing::done(&ctx.worker.latency, t, proto, class);
         if flow == Flow::Close {
             return (pos, flow);
         }
