@@ -51,6 +51,7 @@ pub mod handshake_response;
 pub mod lenenc;
 pub mod packet;
 mod reader;
+pub mod reply;
 pub mod response;
 pub mod resultset;
 pub mod value;

@@ -1,33 +1,10 @@
 //! Which backend replies may be stored: complete result sets only, ending without
 //! warnings, more results, session-state changes, an open transaction or a cursor.
 
-const MORE_RESULTS: u16 = 0x0008;
-const CURSOR_EXISTS: u16 = 0x0040;
-const SESSION_STATE_CHANGED: u16 = 0x4000;
-const IN_TRANS: u16 = 0x0001;
-
-fn lenenc(b: &[u8], pos: &mut usize) -> Option<u64> {
-    let first = *b.get(*pos)?;
-    let (n, v) = match first {
-        0..=0xfa => {
-            return {
-                *pos += 1;
-                Some(first as u64)
-            }
-        }
-        0xfc => (2, 0),
-        0xfd => (3, 0),
-        0xfe => (8, 0),
-        _ => return None,
-    };
-    let bytes = b.get(*pos + 1..*pos + 1 + n)?;
-    let mut x: u64 = v;
-    for (i, by) in bytes.iter().enumerate() {
-        x |= (*by as u64) << (8 * i);
-    }
-    *pos += 1 + n;
-    Some(x)
-}
+use protocol_mysql::reply::read_status;
+use protocol_mysql::{
+    SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_CURSOR_EXISTS, SERVER_STATUS_IN_TRANS,
+};
 
 /// Whether `reply` (packets with headers, first sequence id 1) is a clean result set.
 pub(crate) fn storable(reply: &[u8], deprecate_eof: bool) -> bool {
@@ -54,16 +31,10 @@ pub(crate) fn storable(reply: &[u8], deprecate_eof: bool) -> bool {
     if last.first() != Some(&0xfe) || last.len() >= 0xff_ffff {
         return false;
     }
-    let (warnings, status) = if deprecate_eof {
-        let mut i = 1;
-        if lenenc(last, &mut i).is_none() || lenenc(last, &mut i).is_none() {
-            return false;
-        }
-        let Some(s) = last.get(i..i + 4) else { return false };
-        (u16::from_le_bytes([s[2], s[3]]), u16::from_le_bytes([s[0], s[1]]))
-    } else {
-        let Some(s) = last.get(1..5) else { return false };
-        (u16::from_le_bytes([s[0], s[1]]), u16::from_le_bytes([s[2], s[3]]))
-    };
-    warnings == 0 && status & (MORE_RESULTS | CURSOR_EXISTS | SESSION_STATE_CHANGED | IN_TRANS) == 0
+    let Some((status, warnings)) = read_status(last, deprecate_eof) else { return false };
+    let unsafe_status = SERVER_MORE_RESULTS_EXISTS
+        | SERVER_STATUS_CURSOR_EXISTS
+        | SERVER_SESSION_STATE_CHANGED
+        | SERVER_STATUS_IN_TRANS;
+    warnings == 0 && status & unsafe_status == 0
 }

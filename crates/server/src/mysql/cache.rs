@@ -19,9 +19,9 @@ use querycache::{FillStart, Outcome, Prepared};
 use super::conn::Conn;
 use super::handshake::Login;
 use super::relay::{drain_reply, relay_reply as relay, RelayError, Sink};
-use super::reply::{Expect, Reply};
 use super::start::SharedCache;
 use super::Proxy;
+use protocol_mysql::reply::{Expect, Reply};
 
 /// Whether the cache layer answered a command itself.
 pub enum Handled {

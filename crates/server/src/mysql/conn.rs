@@ -13,9 +13,9 @@ use super::counters::Served;
 use super::errors;
 use super::handshake::{self, Login, Outcome};
 use super::relay::{relay_reply, RelayError, Sink};
-use super::reply::{Expect, Reply};
 use super::wire::{Wire, MAX_LOGIN_MESSAGE, MAX_MESSAGE};
 use super::Proxy;
+use protocol_mysql::reply::{Expect, Reply};
 
 /// Serves one accepted client socket until it quits or either side goes away.
 pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {

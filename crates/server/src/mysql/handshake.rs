@@ -24,9 +24,9 @@ use std::sync::atomic::Ordering;
 
 use super::counters::Counters;
 use super::errors::{self, err_packet};
-use super::reply::status_of;
 use super::tls::ProxyTls;
 use super::wire::{first_payload, Wire};
+use protocol_mysql::reply::status_of;
 
 /// Capabilities removed from the greeting and the client's response: TLS and compression
 /// (the proxy must read every packet), query attributes and optional metadata (reply

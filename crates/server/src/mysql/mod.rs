@@ -16,7 +16,6 @@ pub mod errors;
 pub mod handshake;
 pub mod metadata;
 pub mod relay;
-pub mod reply;
 pub mod start;
 pub mod stream;
 pub mod tls;

@@ -6,8 +6,8 @@ use std::io;
 use protocol_mysql::parse_packet;
 
 use super::errors;
-use super::reply::{Reply, Step};
 use super::wire::Wire;
+use protocol_mysql::reply::{Reply, Step};
 
 /// Where the reply's bytes go besides the client.
 pub enum Sink<'a> {

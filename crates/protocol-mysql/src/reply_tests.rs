@@ -1,5 +1,5 @@
 use super::*;
-use protocol_mysql::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
+use crate::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 
 const COLDEF: &[u8] = b"\x03def\x00\x01t\x01t\x01a\x01a\x0c\x3f\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00";
 

@@ -2,7 +2,7 @@
 //! command (result sets, multi-results, LOCAL INFILE, COM_STMT_PREPARE_OK, ...), plus the
 //! facts the query cache needs (final status flags, warnings, errors). Pure logic.
 
-use protocol_mysql::{
+use crate::{
     parse_lenenc_int, CLIENT_DEPRECATE_EOF, MAX_PACKET_PAYLOAD, SERVER_MORE_RESULTS_EXISTS,
     SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_CURSOR_EXISTS,
 };
@@ -277,19 +277,25 @@ impl Reply {
 /// Status flags and warning count of an OK packet (`0x00`, or `0xfe` with
 /// `CLIENT_DEPRECATE_EOF`) or an EOF packet (`0xfe` otherwise); zeros when unreadable.
 pub fn status_of(payload: &[u8], deprecate_eof: bool) -> (u16, u16) {
-    let u16_at = |i: usize| payload.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).unwrap_or(0);
+    read_status(payload, deprecate_eof).unwrap_or((0, 0))
+}
+
+/// Like [`status_of`], `None` when the packet is too short to hold them (a caller that
+/// must not trust an unreadable reply, such as the query cache deciding what to store).
+pub fn read_status(payload: &[u8], deprecate_eof: bool) -> Option<(u16, u16)> {
+    let u16_at = |i: usize| payload.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     if payload.first() == Some(&0xfe) && !deprecate_eof {
         // EOF: header, warnings, status.
-        return (u16_at(3), u16_at(1));
+        return Some((u16_at(3)?, u16_at(1)?));
     }
     let mut at = 1;
     for _ in 0..2 {
         match payload.get(at..).map(parse_lenenc_int) {
             Some(Ok((_, used))) => at += used,
-            _ => return (0, 0),
+            _ => return None,
         }
     }
-    (u16_at(at), u16_at(at + 2))
+    Some((u16_at(at)?, u16_at(at + 2)?))
 }
 
 #[cfg(test)]
