@@ -9,7 +9,7 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets --locked -q -- -D warnings
 cargo build --release --workspace --locked
 
-# The Rust tests that need MariaDB (crates/tier-sql: containers, group commit, a backend
+# The Rust tests that need MariaDB (crates/sql-containers: containers, group commit, a backend
 # restart) get a throw-away server; crates/binlog's tests start their own.
 MDB_DIR=$(mktemp -d /tmp/sqlcached-run-mariadb.XXXXXX)
 MDB_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -18,7 +18,7 @@ SQLCACHED_MARIADB=$(bash scripts/mariadb.sh start "$MDB_DIR" "$MDB_PORT" | sed -
 export SQLCACHED_MARIADB
 cargo test --release --workspace --locked
 # The backend-restart test restarts that server under everyone's connections: on its own.
-SQLCACHED_MARIADB_RESTART_DIR="$MDB_DIR" cargo test --release --locked -p tier-sql --test mysql real_restart
+SQLCACHED_MARIADB_RESTART_DIR="$MDB_DIR" cargo test --release --locked -p sql-containers --test mysql real_restart
 bash scripts/mariadb.sh stop "$MDB_DIR"
 
 python3 -m pytest -q -p no:cacheprovider tests/ "$@"

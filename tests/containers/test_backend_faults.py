@@ -3,7 +3,7 @@ backend name that does not resolve, and a hung backend (SIGSTOP). In each: conta
 answer SERVER_ERROR (text, meta, binary) within the configured timeouts, plain memcached keys
 keep working, the server stays up and bounded, and it recovers by itself when the fault clears.
 (A batch transaction lost with the connection, `w_batch_size` > 1, is covered by
-crates/tier-sql/tests/mysql.rs `lost_batch_is_reported_not_replayed`.)"""
+crates/sql-containers/tests/mysql.rs `lost_batch_is_reported_not_replayed`.)"""
 import os
 import shutil
 import signal

@@ -33,7 +33,7 @@ struct Logger {
 }
 
 /// Our crates' log targets start with one of these.
-const OURS: &[&str] = &["sqlcached", "binlog", "tier_disk", "tier_sql", "querycache", "engine", "protocol_"];
+const OURS: &[&str] = &["sqlcached", "binlog", "tier_disk", "sql_containers", "querycache", "engine", "protocol_"];
 
 impl Log for Logger {
     fn enabled(&self, m: &Metadata<'_>) -> bool {

@@ -11,7 +11,7 @@ use protocol_memcache::binary::{
 };
 use protocol_memcache::meta::{self, MetaCmd, MetaRequest};
 use protocol_memcache::text::{reply, split_keys, Command, KEY_MAX_LENGTH};
-use tier_sql::{ArithOutcome, DeleteOutcome, Reply, Request, StoreOutcome};
+use sql_containers::{ArithOutcome, DeleteOutcome, Reply, Request, StoreOutcome};
 
 use crate::containers::{Fail, Slot, Sql, Target};
 use crate::ctx::{Ctx, Job};
@@ -279,7 +279,7 @@ fn get(
                 }
             }
         }
-        let mut answers: Vec<std::vec::IntoIter<Option<tier_sql::Row>>> = Vec::new();
+        let mut answers: Vec<std::vec::IntoIter<Option<sql_containers::Row>>> = Vec::new();
         for &i in &order {
             let keys: Vec<Vec<u8>> = parts
                 .iter()

@@ -97,7 +97,7 @@ pub struct Config {
     pub disk_limit: u64,
     /// `--data-dir-recover`: move a damaged data directory aside and start empty.
     pub data_dir_recover: bool,
-    /// `--containers`: TOML file of SQL containers (tier-sql); none means plain memcached.
+    /// `--containers`: TOML file of SQL containers (sql-containers); none means plain memcached.
     pub containers: Option<String>,
     /// `--durability` was given.
     pub durability_set: bool,

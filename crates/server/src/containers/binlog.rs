@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use ::binlog::{Change, Follower, Value};
 use engine::Engine;
-use tier_sql::MysqlLogin;
+use sql_containers::MysqlLogin;
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {

@@ -3,9 +3,9 @@
 
 use engine::ops::{self as eops, GetOptions};
 use engine::Engine;
-use tier_sql::{Container, Row};
+use sql_containers::{Container, Row};
 
-use tier_sql::{Reply, Request};
+use sql_containers::{Reply, Request};
 
 use super::Fail;
 

@@ -1,4 +1,4 @@
-//! SQL containers (`--containers FILE`, crate `tier-sql`): the InnoDB memcached plugin's
+//! SQL containers (`--containers FILE`, crate `sql-containers`): the InnoDB memcached plugin's
 //! `@@name.key` routing, `bind`, and the cache policies, on top of the protocol front
 //! ends. See `docs/containers.md`.
 //!
@@ -10,7 +10,9 @@
 use std::sync::Arc;
 
 use engine::{Clock, Engine, EngineConfig};
-use tier_sql::{BackendError, CachePolicy, Container, Containers, LoadError, PlainKeys, Reply, Request, SqlConfig};
+use sql_containers::{
+    BackendError, CachePolicy, Container, Containers, LoadError, PlainKeys, Reply, Request, SqlConfig,
+};
 
 use std::cell::Cell;
 

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tier_sql::LoadError;
+use sql_containers::LoadError;
 
 use super::{Budget, Fail, Sql};
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use engine::latency::Histogram;
 use engine::stats::{Series, Value};
-use tier_sql::BackendStats;
+use sql_containers::BackendStats;
 
 /// Counters of one container (relaxed atomics: bumped by every worker).
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), String> {
-//! use tier_sql::{Containers, SqlConfig, StoreMode, StoreOutcome};
+//! use sql_containers::{Containers, SqlConfig, StoreMode, StoreOutcome};
 //! let cfg = SqlConfig::from_file("sqlcached-sql.toml".as_ref())?;
 //! let containers = Containers::load(&cfg).await?;        // reads + validates, starts backend
 //! let c = containers.default_container().clone();         // or containers.get("name")

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use common::{BoxFut, Peek};
 use rusqlite::Connection;
-use tier_sql::{CachePolicy, Containers, SqlConfig, StoreMode};
+use sql_containers::{CachePolicy, Containers, SqlConfig, StoreMode};
 
 const SCHEMA: &str = "
 CREATE TABLE demo (c1 VARCHAR(250) PRIMARY KEY, c2 TEXT, c3 INTEGER, c4 BIGINT, c5 INTEGER);
@@ -207,9 +207,9 @@ value_columns = "v"
     let v: Vec<bool> = rows.iter().map(Option::is_some).collect();
     assert_eq!(v, vec![true, true, true, false], "matched like the table compares");
     let e = c.store(StoreMode::Set, b"abc", b"x", 0, 0, 0).await.unwrap_err();
-    assert!(matches!(e, tier_sql::BackendError::Invalid(_)), "{e:?}");
+    assert!(matches!(e, sql_containers::BackendError::Invalid(_)), "{e:?}");
     assert_eq!(c.get(b"abc").await.unwrap(), None);
-    assert_eq!(c.delete(b"abc", 0).await.unwrap(), tier_sql::DeleteOutcome::NotFound);
+    assert_eq!(c.delete(b"abc", 0).await.unwrap(), sql_containers::DeleteOutcome::NotFound);
     let c = cs.get("ci").unwrap();
     common::set(c, b"Foo", b"1").await;
     let rows = c.get_many(&[b"foo", b"FOO", b"bar"]).await.unwrap();
@@ -346,7 +346,7 @@ async fn plugin_tables_in_main_database() {
     assert_eq!(z.policy().flush, CachePolicy::Disabled);
     assert!(z.has_cas() && z.has_flags() && z.has_expire());
     let a = cs.get("aaa").unwrap();
-    assert_eq!(*a.policy(), tier_sql::Policy::all(CachePolicy::InnodbOnly), "the `cache_policy` row");
+    assert_eq!(*a.policy(), sql_containers::Policy::all(CachePolicy::InnodbOnly), "the `cache_policy` row");
     assert!(!a.has_cas() && !a.has_flags() && !a.has_expire(), "flags '0' and NULLs: no such columns");
     common::set(z, b"k", b"x;y").await;
     assert_eq!(common::val(a, b"k").await.unwrap(), b"x", "same table, other mapping");
@@ -416,7 +416,7 @@ fn plugin_errors() {
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let e = rt.block_on(Containers::load(&cfg)).err().unwrap();
-    assert!(matches!(&e, tier_sql::LoadError::Invalid(m) if m.contains("required")), "{e}");
+    assert!(matches!(&e, sql_containers::LoadError::Invalid(m) if m.contains("required")), "{e}");
     let e = load_err(
         &(PLUGIN_TABLES.replace("{p}", "innodb_memcache_").replace("{s}", "main") + DEMO_TEST),
         "[[container]]\nname = \"aaa\"\ntable = \"demo_test\"\nkey_column = \"c1\"\nvalue_columns = \"c2\"\n",

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tier_sql::{ArithOutcome, BackendError, Container, Containers, DeleteOutcome, StoreMode, StoreOutcome};
+use sql_containers::{ArithOutcome, BackendError, Container, Containers, DeleteOutcome, StoreMode, StoreOutcome};
 
 /// The three containers every backend's scenarios use (tables `demo`, `multi`, `plain`).
 pub const CONTAINERS: &str = r#"

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
-use tier_sql::{ArithOutcome, Containers, DeleteOutcome, SqlConfig, StoreMode, StoreOutcome};
+use sql_containers::{ArithOutcome, Containers, DeleteOutcome, SqlConfig, StoreMode, StoreOutcome};
 
 const DDL: &[&str] = &[
     "CREATE TABLE kv (k VARCHAR(64) COLLATE utf8mb4_bin PRIMARY KEY, v TEXT, f INT UNSIGNED, c BIGINT UNSIGNED, e INT)",

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{BoxFut, Peek};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Value};
-use tier_sql::{BackendError, CachePolicy, Containers, SqlConfig, StoreMode};
+use sql_containers::{BackendError, CachePolicy, Containers, SqlConfig, StoreMode};
 
 struct Server {
     host: String,
@@ -237,7 +237,7 @@ async fn unreachable_backend_is_told_apart() {
             one("t", "")
         );
         match Containers::load(&SqlConfig::from_toml_str(&toml).unwrap()).await {
-            Err(tier_sql::LoadError::Unreachable(e)) => assert!(e.contains("cannot connect"), "{host}: {e}"),
+            Err(sql_containers::LoadError::Unreachable(e)) => assert!(e.contains("cannot connect"), "{host}: {e}"),
             Err(e) => panic!("{host}: not Unreachable: {e:?}"),
             Ok(_) => panic!("{host}: loaded"),
         }
@@ -553,7 +553,7 @@ async fn lock_wait_is_bounded() {
 
 /// A real server restart with scripts/mariadb.sh. Only when asked for (it stops the
 /// server other tests use): SQLCACHED_MARIADB_RESTART_DIR=the DIR given to the script;
-/// run it alone: `cargo test -p tier-sql --test mysql real_restart`.
+/// run it alone: `cargo test -p sql-containers --test mysql real_restart`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_restart() {
     let s = need_server!();
