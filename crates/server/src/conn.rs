@@ -93,7 +93,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 // A container command: earlier writes must be acknowledged first (the
                 // disk tier's sequence number is per thread), then its reply follows.
                 let job = ctx.job.borrow_mut().take();
-                let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+                let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
                 settle(&shared, &ctx, failed, &mut out);
                 if let Some(job) = job {
                     let reply = job.await;
@@ -105,7 +105,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
-            let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+            let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
             settle(&shared, &ctx, failed, &mut out);
             if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
                 return;
@@ -113,7 +113,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             tokio::task::yield_now().await;
         };
         rbuf.drain(..start);
-        let failed = durable(&shared, &mut ack, ctx.acks.highest(out.len())).await;
+        let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
         settle(&shared, &ctx, failed, &mut out);
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;

@@ -45,11 +45,13 @@ impl Acks {
         }
     }
 
-    /// The number to wait for before sending `out` (0: nothing to wait for). A write not
-    /// noted by its front end is noted here, at the end of `out`.
-    pub fn highest(&self, out_len: usize) -> u64 {
-        self.note(out_len, out_len, None);
-        self.list.borrow().iter().map(|a| a.seq).max().unwrap_or(0)
+    /// The number to wait for before sending the buffered replies (0: nothing to wait
+    /// for). A write no front end noted (the removal of an item whose replacement was
+    /// too large, answered with its own error) is waited for too, but its reply is left
+    /// as it is.
+    pub fn highest(&self) -> u64 {
+        let stray = tier_disk::take_last_seq();
+        self.list.borrow().iter().map(|a| a.seq).max().unwrap_or(0).max(stray)
     }
 
     /// Everything up to the highest number is durable: forget the notes.

@@ -472,6 +472,7 @@ fn meta_cmd(
                 let (value, cas) = match s.run(i, Request::Arith { key, incr, delta: f.delta, init }).await {
                     Ok(Reply::Arith(ArithOutcome::Done { value, cas, .. })) => (value, cas),
                     Ok(Reply::Arith(ArithOutcome::NonNumeric)) => return reply::NON_NUMERIC.to_vec(),
+                    Ok(Reply::Arith(ArithOutcome::NoMemory)) => return b"SERVER_ERROR out of memory\r\n".to_vec(),
                     Ok(Reply::Arith(ArithOutcome::NotFound)) => {
                         let mut v = b"NF".to_vec();
                         echo(&tokens, &full_key, f.base64, &mut v);
@@ -665,6 +666,7 @@ pub fn binary(slot: &Slot, req: &BinaryRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec
                     }
                     Ok(Reply::Arith(ArithOutcome::NotFound)) => rep(&mut v, Status::KeyNotFound),
                     Ok(Reply::Arith(ArithOutcome::NonNumeric)) => rep(&mut v, Status::NonNumeric),
+                    Ok(Reply::Arith(ArithOutcome::NoMemory)) => rep(&mut v, Status::OutOfMemory),
                     Ok(_) => return unexpected(),
                     Err(e) => bin_fail(&mut v, op, opaque, &e),
                 }

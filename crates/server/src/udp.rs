@@ -59,7 +59,7 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
                 }
             }
         }
-        let seq = ctx.acks.highest(out.len());
+        let seq = ctx.acks.highest();
         if let (Some(disk), Some(rx), true) = (&shared.disk, ack.as_mut(), seq > 0) {
             if let Err(durable) = rt.block_on(disk.wait_ack(rx, seq)) {
                 let line = crate::persistence::refusal(&shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
