@@ -70,7 +70,9 @@ class MariaDB:
         if not (self.base / "data" / "mysql").is_dir():
             if _template is None:
                 tmpl = Path(tempfile.mkdtemp(prefix="sqlcached-mariadb-template-"))
-                _run("start", tmpl, free_port(), env=MariaDB(user=self.user, password=self.password)._env())
+                # the template gets this server's account, but none of its extra options
+                env = {**os.environ, "MARIADB_USER": self.user, "MARIADB_PASSWORD": self.password}
+                _run("start", tmpl, free_port(), env=env)
                 _run("stop", tmpl)
                 _template = tmpl
                 atexit.register(shutil.rmtree, tmpl, True)

