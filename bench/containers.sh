@@ -22,6 +22,8 @@
 #   group commit; leave unset for binaries older than them) W_BATCH (1,
 #   w_batch_size: 1 = commit before each reply, as sysbench's autocommit) LG_THREADS (1)
 #   SQLCACHED_BIN (target/release/sqlcached) KEEP=1 keeps the work dir (MariaDB datadir).
+#   PARTS ("set get cache": which of the three measurements to run; bench/seeds/e003 runs "set"
+#   alone for its second batch size).
 # Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian), cargo (for loadgen).
 set -euo pipefail
 
@@ -38,6 +40,7 @@ KEYS=${KEYS:-100000}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-"8 32 128"}
+PARTS=${PARTS:-"set get cache"}
 VALUE_SIZE=${VALUE_SIZE:-100}
 SERVER_THREADS=${SERVER_THREADS:-2}
 POOL=${POOL:-8}
@@ -214,20 +217,23 @@ row() {
   log "$1 conns=$2: $5 $(fmt_ops "$ao") ops/s (errors=${e1:-na} hits=${h:-na}/${k:-na}) vs $6 $(fmt_ops "$bo") (errors=${e2:-na}) -> $(ratio "$ao" "$bo")x"
 }
 
+has_part() { [[ " $PARTS " == *" $1 "* ]]; }
+
 START=$(date +%s)
-for c in $CONNS; do
+has_part set && for c in $CONNS; do
   log "set, $c conns"
   m=$(loadgen_point set "$c" "@@demo.key:" 1)
   s=$(sysbench_point set "$c" set)
   row set "$c" "$m" "$s" "mc" "sql" ">= 5x (plugin 4.5-9.2x)"
 done
-for c in $CONNS; do
+has_part get && for c in $CONNS; do
   log "get, $c conns"
   m=$(loadgen_point get "$c" "@@demo.key:" 0)
   s=$(sysbench_point get "$c" get)
   row get "$c" "$m" "$s" "mc" "sql" ">= 3x (plugin 1.5-2.3x)"
 done
 
+has_part cache && {
 log "warming the caching container (scan of $KEYS keys) and preloading the memory-only server"
 lg 300 scan --addr "127.0.0.1:$PORT_A" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" \
   --mget 100 --conns 4 --depth 4 | tee -a "$RAW" >&2
@@ -241,6 +247,7 @@ for c in $CONNS; do
   a=$(grep '^RESULT server=0' <<<"$out"); b=$(grep '^RESULT server=1' <<<"$out")
   row "get caching vs memory" "$c" "$a" "$b" "caching" "memory" "ratio >= 0.67 (within 1.5x)"
 done
+}
 ELAPSED=$(($(date +%s) - START))
 
 {
