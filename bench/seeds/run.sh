@@ -41,7 +41,9 @@ command -v sysbench >/dev/null || { log "installing sysbench"; apt-get update -q
 command -v memcached >/dev/null || { log "installing memcached"; apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached >/dev/null; }
 if [[ " $ONLY " == *" 000 "* || " $ONLY " == *" 001 "* ]]; then
   log "client libraries (.ci/deps-clients.sh: Connector/J, spymemcached, go-sql-driver, gomemcache)"
-  bash "$ROOT/.ci/deps-clients.sh" >/dev/null
+  mkdir -p "$ROOT/bench/results/seeds"
+  bash "$ROOT/.ci/deps-clients.sh" >"$ROOT/bench/results/seeds/deps-clients.log" 2>&1 ||
+    { cat "$ROOT/bench/results/seeds/deps-clients.log" >&2; log "error: .ci/deps-clients.sh failed"; exit 1; }
 fi
 export PATH="$PATH:/usr/local/go/bin"
 if [[ -z "${SQLCACHED_BIN:-}" ]]; then
