@@ -174,3 +174,23 @@ def test_writes_in_flight_when_the_disk_fails_each_get_their_error(persistent, s
     srv = persistent.restart(srv)
     with Conn(srv.port) as c:
         assert c.get("before") == (0, b"ok")
+
+
+def test_clean_stop_with_a_failing_disk_does_not_hang(persistent, shim):
+    """A clean stop writes the memtables out as tables; with every write to a table failing
+    (the fault covers only db/keyspaces/, so the journal still works) that cannot happen, and
+    the stop must still end (bounded wait, logged), with every acknowledged write read back
+    after the fault clears (the journal has them)."""
+    fault = diskfault.DiskFault(shim, persistent.dir / "db" / "keyspaces", persistent.tmp / "ctl")
+    srv = persistent.start("--durability", "sync", env=fault.env())
+    acked = [key(i) for i in range(300)]
+    with Conn(srv.port) as c:
+        assert c.set_many((k, make_value(k, 0, 3000), 0) for k in acked) == len(acked)
+    fault.on("write")
+    started = time.monotonic()
+    srv.terminate(timeout=30)
+    assert time.monotonic() - started < 25, "the stop hung on the failing disk"
+    assert "the next start replays the journal" in srv.run_log()
+    fault.off("write")
+    srv = persistent.restart(srv)
+    assert check(srv.port, acked) == []

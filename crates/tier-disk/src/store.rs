@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
@@ -63,6 +63,9 @@ pub struct Store {
 
 /// How long [`Store::reopen`] waits for the old database's lock to be released.
 const REOPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a clean stop waits for the memtables to be written out as tables.
+const CLOSE_FLUSH_WAIT: Duration = Duration::from_secs(10);
 
 fn open_db(dir: &Path, cache_bytes: u64) -> Result<Database, fjall::Error> {
     Database::builder(dir.join("db")).cache_size(cache_bytes).max_journaling_size(64 << 20).open()
@@ -159,7 +162,7 @@ impl Store {
     pub fn reopen(&self) -> Result<(), String> {
         let mut g = self.inner.write();
         drop(g.take());
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         loop {
             match open_db(&self.dir, self.cache_bytes) {
                 Ok(db) => {
@@ -353,15 +356,35 @@ impl Store {
             b.commit().map_err(err)?;
         }
         self.persist()?;
-        {
-            let i = self.inner()?;
-            for ks in [&i.spaces.data, &i.spaces.index, &i.meta] {
-                ks.rotate_memtable_and_wait().map_err(err)?;
-            }
-        }
+        self.write_out_memtables(CLOSE_FLUSH_WAIT);
         self.persist()?;
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
             .map_err(|e| e.to_string())
+    }
+
+    /// Writes the memtables out as tables, waiting at most `wait`. Everything is already in
+    /// the fsynced journal, so a failure or a timeout (a full or failing disk must not hang
+    /// the stop) only means the next start replays the journal: it is logged, not returned.
+    fn write_out_memtables(&self, wait: Duration) {
+        let Ok(i) = self.inner() else { return };
+        let spaces = [&i.spaces.data, &i.spaces.index, &i.meta];
+        for ks in spaces {
+            if let Err(e) = ks.rotate_memtable() {
+                log::warn!(
+                    "writing the memtables out at shutdown failed ({}); the next start replays the journal",
+                    err(e)
+                );
+                return;
+            }
+        }
+        let deadline = Instant::now() + wait;
+        while spaces.iter().any(|ks| ks.sealed_memtable_count() > 0) {
+            if Instant::now() >= deadline {
+                log::warn!("memtables not written out within {wait:?} at shutdown; the next start replays the journal");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Bytes the database takes on disk.
