@@ -25,7 +25,13 @@ pub fn fill_child_main(kind: Kind, dir: &Path, n: u64) {
         let batch: Vec<_> = (0..100)
             .map(|j| {
                 let mut v = crate::make_val(100, &mut rng);
-                v[20..28].copy_from_slice(&{ seq += 1; seq }.to_le_bytes());
+                v[20..28].copy_from_slice(
+                    &{
+                        seq += 1;
+                        seq
+                    }
+                    .to_le_bytes(),
+                );
                 crate::engines::Put { key: key(b * 100 + j), val: v }
             })
             .collect();
@@ -44,9 +50,7 @@ fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| p.extension().map(|x| x == ext).unwrap_or(false))
         .collect();
-    v.sort_by_key(|p| {
-        p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
-    });
+    v.sort_by_key(|p| p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0));
     v
 }
 
@@ -155,7 +159,8 @@ fn fjall_check(dir: &Path, marked: bool) -> String {
         Ok(Ok(e)) => {
             let data = e.data();
             let t = tally(|k| data.get(k).map(|v| v.is_some()).map_err(|x| format!("{x:?}")));
-            let sp = special_verdict(data.get(SPECIAL_KEY).map(|o| o.map(|v| v.to_vec())).map_err(|x| format!("{x:?}")));
+            let sp =
+                special_verdict(data.get(SPECIAL_KEY).map(|o| o.map(|v| v.to_vec())).map_err(|x| format!("{x:?}")));
             let sp = if marked { format!("; the marked item {sp}") } else { String::new() };
             format!("open ok; gets of {N} written keys: {}{sp}", fmt_tally(&t))
         }
@@ -200,14 +205,20 @@ pub fn run(base: &Path) {
     let last = files_with_ext(&d, "jnl").last().unwrap().clone();
     let end = data_end(&last);
     zero_range(&last, end - 10, end);
-    println!("- fjall, journal tail torn (last 10 written bytes zeroed; the journal file is preallocated): {}", fjall_check(&d, false));
+    println!(
+        "- fjall, journal tail torn (last 10 written bytes zeroed; the journal file is preallocated): {}",
+        fjall_check(&d, false)
+    );
 
     for delta in [0u64, 37, 75] {
         let d = fresh_dir(base, "fault-fjall-midjnl");
         fill_child("fjall", &d);
         let last = files_with_ext(&d, "jnl").last().unwrap().clone();
         flip_at(&last, data_end(&last) / 2 + delta);
-        println!("- fjall, one byte flipped in the middle of the journal (offset end/2+{delta}): {}", fjall_check(&d, false));
+        println!(
+            "- fjall, one byte flipped in the middle of the journal (offset end/2+{delta}): {}",
+            fjall_check(&d, false)
+        );
     }
 
     let d = fresh_dir(base, "fault-fjall-sst");
@@ -226,10 +237,17 @@ pub fn run(base: &Path) {
     let mut stack = vec![d.join("keyspaces")];
     while let Some(x) = stack.pop() {
         for e in std::fs::read_dir(&x).unwrap().flatten() {
-            if e.metadata().unwrap().is_dir() { stack.push(e.path()) } else { flipped += flip_pattern(&e.path(), PATTERN) }
+            if e.metadata().unwrap().is_dir() {
+                stack.push(e.path())
+            } else {
+                flipped += flip_pattern(&e.path(), PATTERN)
+            }
         }
     }
-    println!("- fjall, a byte flipped in the marked item's value inside an SST block ({flipped} copies): {}", fjall_check(&d, true));
+    println!(
+        "- fjall, a byte flipped in the marked item's value inside an SST block ({flipped} copies): {}",
+        fjall_check(&d, true)
+    );
 
     // ---- redb ----
     let d = fresh_dir(base, "fault-redb-trunc-clean");
@@ -253,16 +271,29 @@ pub fn run(base: &Path) {
         e.write_batch(&[special_put()], true, crate::engines::Idx::Off);
     }
     let n = flip_pattern(&redb_file(&d), PATTERN);
-    println!("- redb, a byte flipped in the marked item's value ({n} copies), plain open: {}", redb_check(&d, false, true));
+    println!(
+        "- redb, a byte flipped in the marked item's value ({n} copies), plain open: {}",
+        redb_check(&d, false, true)
+    );
     println!("  - same file, open with set_check_integrity_on_open(true): {}", redb_check(&d, true, true));
 
     let d = fresh_dir(base, "fault-redb-flip-crash");
     fill_child("redb", &d);
     let n = flip_pattern(&redb_file(&d), b"key:000000010000");
-    println!("- redb, a byte flipped in key:000000010000 ({n} copies) after a crash (open runs full repair): {}", redb_check(&d, false, false));
+    println!(
+        "- redb, a byte flipped in key:000000010000 ({n} copies) after a crash (open runs full repair): {}",
+        redb_check(&d, false, false)
+    );
 
-    for n in ["fault-fjall-torn", "fault-fjall-midjnl", "fault-fjall-sst", "fault-redb-trunc-clean",
-              "fault-redb-trunc-crash", "fault-redb-flip", "fault-redb-flip-crash"] {
+    for n in [
+        "fault-fjall-torn",
+        "fault-fjall-midjnl",
+        "fault-fjall-sst",
+        "fault-redb-trunc-clean",
+        "fault-redb-trunc-crash",
+        "fault-redb-flip",
+        "fault-redb-flip-crash",
+    ] {
         let _ = std::fs::remove_dir_all(base.join(n));
     }
     std::panic::set_hook(prev);

@@ -214,9 +214,7 @@ impl Engine for FjallEngine {
 
     fn settle(&self, max: std::time::Duration) {
         let t = std::time::Instant::now();
-        while t.elapsed() < max
-            && (self.db.outstanding_flushes() > 0 || self.db.active_compactions() > 0)
-        {
+        while t.elapsed() < max && (self.db.outstanding_flushes() > 0 || self.db.active_compactions() > 0) {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
@@ -277,10 +275,7 @@ impl Engine for RedbEngine {
                 for p in puts {
                     let new_seq = seq_of(&p.val);
                     // B-tree insert hands back the old value: no extra lookup
-                    let old = t
-                        .insert(p.key.as_slice(), p.val.as_slice())
-                        .unwrap()
-                        .map(|g| seq_of(g.value()));
+                    let old = t.insert(p.key.as_slice(), p.val.as_slice()).unwrap().map(|g| seq_of(g.value()));
                     if let Some(old) = old {
                         s.remove(old).unwrap();
                     }

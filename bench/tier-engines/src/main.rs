@@ -8,9 +8,10 @@
 
 mod corruption;
 mod engines;
+mod results;
 
 use engines::{open, Engine, Idx, Kind, Put, HDR, SEQ_OFF};
-use std::collections::BTreeMap;
+use results::Results;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -25,6 +26,8 @@ impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
+    // a generator, not an iterator: it never ends
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         // splitmix64
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -214,14 +217,7 @@ struct SyncRes {
     avg_batch: f64,
 }
 
-fn sync_bench(
-    e: Arc<dyn Engine>,
-    writers: usize,
-    secs: f64,
-    keys: u64,
-    seq_index: Idx,
-    next_seq: u64,
-) -> SyncRes {
+fn sync_bench(e: Arc<dyn Engine>, writers: usize, secs: f64, keys: u64, seq_index: Idx, next_seq: u64) -> SyncRes {
     let cpu0 = cpu_secs();
     let c = Committer::new();
     let next_seq = Arc::new(AtomicU64::new(next_seq));
@@ -363,10 +359,12 @@ fn gen_reads(items: u64, threads: usize, per_thread: usize, zipf: bool) -> Vec<V
     let universe = items + items / 4;
     let cdf: Vec<f64> = if zipf {
         let mut acc = 0.0;
-        (1..=universe).map(|r| {
-            acc += 1.0 / (r as f64).powf(0.99);
-            acc
-        }).collect()
+        (1..=universe)
+            .map(|r| {
+                acc += 1.0 / (r as f64).powf(0.99);
+                acc
+            })
+            .collect()
     } else {
         Vec::new()
     };
@@ -400,88 +398,6 @@ fn reopen_until_get(kind: Kind, dir: &Path, probe: &[u8]) -> (Box<dyn Engine>, f
         assert!(t.elapsed() < Duration::from_secs(60), "probe key never readable");
     }
     (e, t.elapsed().as_secs_f64() * 1000.0)
-}
-
-// --------------------------------------------------------------------------
-// results
-// --------------------------------------------------------------------------
-
-#[derive(Default)]
-struct Results {
-    // metric -> engine -> samples
-    m: BTreeMap<(usize, String), BTreeMap<String, Vec<f64>>>,
-    order: Vec<String>,
-    notes: Vec<String>,
-}
-
-impl Results {
-    fn add(&mut self, metric: &str, engine: &str, v: f64) {
-        let pos = match self.order.iter().position(|x| x == metric) {
-            Some(p) => p,
-            None => {
-                self.order.push(metric.to_string());
-                self.order.len() - 1
-            }
-        };
-        eprintln!("  {engine:8} {metric:55} {v:.1}");
-        self.m
-            .entry((pos, metric.to_string()))
-            .or_default()
-            .entry(engine.to_string())
-            .or_default()
-            .push(v);
-    }
-
-    fn table(&self, engines: &[&str]) -> String {
-        let mut s = String::from("| metric |");
-        for e in engines {
-            s += &format!(" {e} (median [min..max]) |");
-        }
-        s += "\n|---|";
-        for _ in engines {
-            s += "---:|";
-        }
-        s += "\n";
-        for ((_, metric), per) in &self.m {
-            s += &format!("| {metric} |");
-            for e in engines {
-                match per.get(*e) {
-                    Some(v) => {
-                        let mut v = v.clone();
-                        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                        let med = v[v.len() / 2];
-                        if v.len() > 1 {
-                            s += &format!(" **{}** [{}..{}] |", fmt(med), fmt(v[0]), fmt(v[v.len() - 1]));
-                        } else {
-                            s += &format!(" **{}** |", fmt(med));
-                        }
-                    }
-                    None => s += " – |",
-                }
-            }
-            s += "\n";
-        }
-        s
-    }
-}
-
-fn fmt(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        let i = v.round() as i64;
-        let s = i.to_string();
-        let mut out = String::new();
-        for (n, ch) in s.chars().enumerate() {
-            if n > 0 && (s.len() - n) % 3 == 0 && ch != '-' {
-                out.push(',');
-            }
-            out.push(ch);
-        }
-        out
-    } else if v.abs() >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
 }
 
 // --------------------------------------------------------------------------
@@ -585,16 +501,18 @@ fn bench_engine(kind: Kind, o: &Opts, rep: usize, r: &mut Results, reads: &[Arc<
     r.add("graceful shutdown (flush memtables) + close (ms)", name, t.elapsed().as_secs_f64() * 1000.0);
     r.add(&format!("disk size {m} items + seq idx, after graceful close (MB)"), name, dir_size(&d) as f64 / 1e6);
     if kind == Kind::Fjall {
-        r.add("fjall journal bytes left after graceful close (MB) — replayed on open", name, jnl_bytes(&d) as f64 / 1e6);
+        r.add(
+            "fjall journal bytes left after graceful close (MB) — replayed on open",
+            name,
+            jnl_bytes(&d) as f64 / 1e6,
+        );
     }
     let (e, ms) = reopen_until_get(kind, &d, &probe);
     r.add(&format!("reopen {m} after graceful shutdown → first get (ms)"), name, ms);
     if rep == 0 {
         // two processes on the same dir?
-        let out = std::process::Command::new(self_exe())
-            .args(["lock-probe", name, d.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out =
+            std::process::Command::new(self_exe()).args(["lock-probe", name, d.to_str().unwrap()]).output().unwrap();
         r.notes.push(format!(
             "{name}: second process opening the dir while it is open → {}",
             String::from_utf8_lossy(&out.stdout).trim()
@@ -706,9 +624,8 @@ fn crash_child(kind: Kind, dir: &Path, seq: u64, items: u64) {
     let mut rng = Rng::new(seq);
     let mut seq = seq;
     for b in 0..20 {
-        let mut batch: Vec<Put> = (0..100)
-            .map(|_| Put { key: key(rng.below(items)), val: make_val(100, &mut rng) })
-            .collect();
+        let mut batch: Vec<Put> =
+            (0..100).map(|_| Put { key: key(rng.below(items)), val: make_val(100, &mut rng) }).collect();
         if b == 19 {
             batch.push(Put { key: b"crash:final".to_vec(), val: make_val(777, &mut rng) });
         }
@@ -722,9 +639,7 @@ fn crash_child(kind: Kind, dir: &Path, seq: u64, items: u64) {
     use std::io::Write;
     std::io::stdout().flush().unwrap();
     // some further non-durable writes in flight, then die without any cleanup
-    let batch: Vec<Put> = (0..1000)
-        .map(|_| Put { key: key(rng.below(items)), val: make_val(100, &mut rng) })
-        .collect();
+    let batch: Vec<Put> = (0..1000).map(|_| Put { key: key(rng.below(items)), val: make_val(100, &mut rng) }).collect();
     e.write_batch(&batch, false, Idx::Off);
     std::process::abort();
 }
@@ -749,15 +664,17 @@ fn main() {
             )
         }
         Some("lock-probe") => return lock_probe(Kind::parse(&args[2]), Path::new(&args[3])),
-        Some("load-child") => {
-            return load_child(Kind::parse(&args[2]), Path::new(&args[3]), args[4].parse().unwrap())
-        }
+        Some("load-child") => return load_child(Kind::parse(&args[2]), Path::new(&args[3]), args[4].parse().unwrap()),
         Some("fjall-clear-check") => return fjall_clear_check(Path::new(&args[2])),
         Some("ingest") => {
             // sustained-ingest diagnostic: items/s per chunk of 500k random-order puts
             let kind = Kind::parse(&args[2]);
             let n: u64 = args[3].parse().unwrap();
-            let idx = match args[4].as_str() { "idx" => Idx::Eager, "lazy" => Idx::Lazy, _ => Idx::Off };
+            let idx = match args[4].as_str() {
+                "idx" => Idx::Eager,
+                "lazy" => Idx::Lazy,
+                _ => Idx::Off,
+            };
             let d = fresh_dir(Path::new(&args[5]), "ingest");
             let e = open(kind, &d).unwrap();
             let mut rng = Rng::new(3);
@@ -807,10 +724,22 @@ fn main() {
     while i < args.len() {
         match args[i].as_str() {
             "corruption" => corruption_only = true,
-            "--reps" => { o.reps = args[i + 1].parse().unwrap(); i += 1 }
-            "--secs" => { o.secs = args[i + 1].parse().unwrap(); i += 1 }
-            "--items" => { o.items = args[i + 1].parse().unwrap(); i += 1 }
-            "--dir" => { o.dir = PathBuf::from(&args[i + 1]); i += 1 }
+            "--reps" => {
+                o.reps = args[i + 1].parse().unwrap();
+                i += 1
+            }
+            "--secs" => {
+                o.secs = args[i + 1].parse().unwrap();
+                i += 1
+            }
+            "--items" => {
+                o.items = args[i + 1].parse().unwrap();
+                i += 1
+            }
+            "--dir" => {
+                o.dir = PathBuf::from(&args[i + 1]);
+                i += 1
+            }
             "--engines" => {
                 o.engines = args[i + 1].split(',').map(Kind::parse).collect();
                 i += 1
@@ -827,10 +756,7 @@ fn main() {
     let t_all = Instant::now();
     eprintln!("generating read key streams...");
     let per = 3_000_000;
-    let reads = [
-        Arc::new(gen_reads(o.items, 2, per, false)),
-        Arc::new(gen_reads(o.items, 2, per, true)),
-    ];
+    let reads = [Arc::new(gen_reads(o.items, 2, per, false)), Arc::new(gen_reads(o.items, 2, per, true))];
     let mut r = Results::default();
     let mut kinds = o.engines.clone();
     if kinds.contains(&Kind::Redb) && !kinds.contains(&Kind::RedbQr) {
