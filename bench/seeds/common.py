@@ -14,7 +14,6 @@ Servers come from `tests/harness` (the same code the test suite uses):
     with harness.mariadb.start_mariadb(extra_args="--innodb-buffer-pool-size=8M") as db: ...
 """
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -111,11 +110,6 @@ def save_plot(fig, name: str) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-def median_minmax(xs):
-    """(median, min, max) of a non-empty list of numbers."""
-    return statistics.median(xs), min(xs), max(xs)
 
 
 def parse_args(doc: str):

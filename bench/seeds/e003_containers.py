@@ -134,6 +134,17 @@ MariaDB, measured in the same run, is what compares.
     common.progress("003", f"done: {headline}")
 
 
+def style(ax, xs: list, ylabel: str, title: str) -> None:
+    """Log2 connection axis labelled with xs, y from 0, small title and legend."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xlabel("client connections")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.set_ylim(bottom=0)
+
+
 def plot(rows: list, conns: list) -> None:
     """Left: our ops/s by connections; right: × SQL, ours vs the seed's plugin."""
     fig, (a, b) = common.figure(2, width=5.2, height=3.6)
@@ -142,13 +153,7 @@ def plot(rows: list, conns: list) -> None:
     a.plot(conns, [r[3] for r in rows], "s-", color="tab:gray", label="SQL upsert")
     a.plot(conns, [r[6] for r in rows], "o-", color="tab:green", label="container get")
     a.plot(conns, [r[7] for r in rows], "s-", color="tab:olive", label="SQL select")
-    a.set_xscale("log", base=2)
-    a.set_xticks(conns, [str(c) for c in conns])
-    a.set_xlabel("client connections")
-    a.set_ylabel("ops/s")
-    a.set_title("sqlcached containers vs SQL (MariaDB 10.11, 2 CPUs)", fontsize=9)
-    a.legend(fontsize=7)
-    a.set_ylim(bottom=0)
+    style(a, conns, "ops/s", "sqlcached containers vs SQL (MariaDB 10.11, 2 CPUs)")
     sc = list(SEED_SET)
     b.plot(conns, [r[1] / r[3] if r[3] else 0 for r in rows], "o-", color="tab:blue", label="ours: set (batch 1)")
     b.plot(conns, [r[2] / r[3] if r[3] else 0 for r in rows], "o--", color="tab:blue", label="ours: set (batch 32)")
@@ -156,13 +161,7 @@ def plot(rows: list, conns: list) -> None:
     b.plot(sc, [SEED_SET[c][0] / SEED_SET[c][1] for c in sc], "x:", color="0.5", label="seed plugin: set")
     b.plot(sc, [SEED_GET[c][0] / SEED_GET[c][1] for c in sc], "+:", color="0.3", label="seed plugin: get")
     b.axhline(1, color="0.8", lw=0.8)
-    b.set_xscale("log", base=2)
-    b.set_xticks(sc, [str(c) for c in sc])
-    b.set_xlabel("client connections")
-    b.set_ylabel("× plain SQL on the same server")
-    b.set_title("speed-up over SQL: ours vs the seed's InnoDB plugin", fontsize=9)
-    b.legend(fontsize=7)
-    b.set_ylim(bottom=0)
+    style(b, sc, "× plain SQL on the same server", "speed-up over SQL: ours vs the seed's InnoDB plugin")
     common.save_plot(fig, NAME)
 
 
