@@ -27,6 +27,8 @@ mod decode;
 mod follower;
 mod meta;
 mod session;
+mod template;
 
 pub use change::{Change, TableSchema, Value};
 pub use follower::{Config, Follower, Position, Stats};
+pub use template::{KeyTemplate, KEY_MAX};

@@ -7,6 +7,7 @@
 //! - [`Engine`] ([`store`]): the key space split into shards, each behind its own lock,
 //!   so there is no global lock on the get/set path.
 //! - [`shard`]: one shard: a hash table of slots plus the eviction queues.
+//! - [`hold`]: keys an invalidation holds: fills refused for a short while.
 //! - [`eviction`]: S3-FIFO, a scan-resistant policy: new items enter a small probation
 //!   queue and only items that are used again reach the main queue.
 //! - [`clock`]: memcached's relative clock and its TTL rules.
@@ -18,6 +19,7 @@
 pub mod clock;
 pub mod config;
 pub mod eviction;
+pub mod hold;
 pub mod item;
 pub mod latency;
 pub mod ops;

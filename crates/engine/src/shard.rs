@@ -6,6 +6,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use crate::eviction::{S3Fifo, FREE};
+use crate::hold::Holds;
 use crate::item::Item;
 use crate::stats::ShardStats;
 
@@ -23,6 +24,8 @@ pub struct Shard {
     pub bytes: usize,
     /// Counters for this shard, summed by [`crate::Engine::stats`].
     pub stats: ShardStats,
+    /// Keys an invalidation holds (fills refused for a while).
+    pub holds: Holds,
 }
 
 impl Shard {
@@ -36,6 +39,7 @@ impl Shard {
             hasher,
             bytes: 0,
             stats: ShardStats::default(),
+            holds: Holds::default(),
         }
     }
 

@@ -120,6 +120,10 @@ pub struct ShardStats {
     pub evicted_unfetched: u64,
     /// Hits served from the storage tier below memory.
     pub tier_hits: u64,
+    /// Invalidations ([`crate::Access::invalidate`]).
+    pub invalidations: u64,
+    /// `set`/`add` answered as stored but not kept: the key was held by an invalidation.
+    pub held_stores: u64,
 }
 
 impl AddAssign<&ShardStats> for ShardStats {
@@ -151,6 +155,8 @@ impl AddAssign<&ShardStats> for ShardStats {
         self.expired_unfetched += o.expired_unfetched;
         self.evicted_unfetched += o.evicted_unfetched;
         self.tier_hits += o.tier_hits;
+        self.invalidations += o.invalidations;
+        self.held_stores += o.held_stores;
     }
 }
 

@@ -165,6 +165,11 @@ impl Engine {
         }
     }
 
+    /// Holds of invalidated keys: (kept now, dropped early for lack of room) over every shard.
+    pub fn hold_stats(&self) -> (usize, u64) {
+        self.shards.iter().map(|s| s.0.lock()).fold((0, 0), |(n, d), s| (n + s.holds.len(), d + s.holds.dropped))
+    }
+
     /// Sum the counters of every shard.
     pub fn stats(&self) -> EngineStats {
         let mut items = ShardStats::default();
@@ -374,6 +379,32 @@ impl<'a> Access<'a> {
             t.delete(self.key);
         }
         true
+    }
+
+    /// An invalidation (the row this key was built from changed): drop the item from memory
+    /// and from the tier below, and, with `hold`, refuse fills of the key until then (see
+    /// [`crate::hold`]). Returns whether there was an item. Counts no `delete_*` statistic.
+    pub fn invalidate(&mut self, hold: Option<std::time::Instant>) -> bool {
+        self.shard.stats.invalidations += 1;
+        if let Some(until) = hold {
+            self.shard.holds.hold(self.hash, until);
+        }
+        if self.remove() {
+            return true;
+        }
+        match &self.engine.tier {
+            Some(t) if t.get(self.key).is_some() => {
+                t.delete(self.key);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a fill of this key is refused now (an invalidation's hold).
+    #[inline]
+    pub fn held(&mut self) -> bool {
+        !self.shard.holds.is_empty() && self.shard.holds.is_held(self.hash, std::time::Instant::now())
     }
 
     /// Store `item` under this key, replacing any previous one, with a fresh CAS unique.

@@ -133,3 +133,29 @@ fn scan_does_not_flush_hot_set() {
     let alive = hot.iter().filter(|k| get(&e, k.as_bytes()).is_some()).count();
     assert!(alive * 100 >= hot.len() * 95, "only {alive} of {} hot keys survived the scan", hot.len());
 }
+
+#[test]
+fn invalidation_holds_fills() {
+    use std::time::{Duration, Instant};
+    let (e, _) = engine(8);
+    set(&e, StoreMode::Set, b"user:1", b"old", 0, 0);
+    assert!(e.access(b"user:1").invalidate(Some(Instant::now() + Duration::from_millis(200))));
+    assert_eq!(get(&e, b"user:1"), None);
+    // The stale-set race: a reader that read the old row sets it after the invalidation.
+    assert!(matches!(set(&e, StoreMode::Set, b"user:1", b"old", 0, 0), StoreOutcome::Stored(_)));
+    assert!(matches!(set(&e, StoreMode::Add, b"user:1", b"old", 0, 0), StoreOutcome::Stored(_)));
+    assert_eq!(set(&e, StoreMode::Replace, b"user:1", b"x", 0, 0), StoreOutcome::NotStored);
+    assert_eq!(set(&e, StoreMode::Cas, b"user:1", b"x", 0, 9), StoreOutcome::NotFound);
+    assert_eq!(get(&e, b"user:1"), None, "held: the fill was answered but not kept");
+    // Other keys are not held; an invalidation without a hold only drops.
+    assert!(matches!(set(&e, StoreMode::Set, b"user:2", b"v", 0, 0), StoreOutcome::Stored(_)));
+    assert!(e.access(b"user:2").invalidate(None));
+    assert!(!e.access(b"user:2").invalidate(None), "nothing left to drop");
+    set(&e, StoreMode::Set, b"user:2", b"new", 0, 0);
+    assert_eq!(get(&e, b"user:2").unwrap(), b"new");
+    std::thread::sleep(Duration::from_millis(250));
+    set(&e, StoreMode::Set, b"user:1", b"new", 0, 0);
+    assert_eq!(get(&e, b"user:1").unwrap(), b"new", "the hold ended");
+    let s = e.stats().items;
+    assert_eq!((s.invalidations, s.held_stores, s.delete_hits, s.delete_misses), (3, 2, 0, 0));
+}

@@ -43,7 +43,8 @@ pub fn run(cfg: &Config) -> bool {
             use_cas: !cfg.disable_cas,
             shards: 64,
         });
-        match crate::containers::load(path, &crate::containers::Budget::of(&engine), false) {
+        let feeds = crate::feeds::Feeds::default();
+        match crate::containers::load(path, &crate::containers::Budget::of(&engine), false, &feeds) {
             Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
             Err(e) => say(false, format!("--containers {path}: {e}")),
         }
@@ -64,6 +65,17 @@ pub fn run(cfg: &Config) -> bool {
         match crate::mysql::tls::ProxyTls::new(&cfg.mysql) {
             Ok(_) => say(true, "MySQL proxy TLS: certificate, key and CA files load and match".into()),
             Err(e) => say(false, format!("MySQL proxy TLS: {e}")),
+        }
+    }
+    if !cfg.invalidate.rules.is_empty() {
+        let engine = std::sync::Arc::new(Engine::new(EngineConfig::default()));
+        let rules = crate::invalidate::Rules::new(&cfg.invalidate, engine);
+        match crate::invalidate::check::Login::of(&cfg.mysql) {
+            Ok(login) => {
+                let (passed, what) = crate::invalidate::check::for_check_config(&login, &rules);
+                say(passed, what);
+            }
+            Err(e) => say(false, format!("--invalidate: {e}")),
         }
     }
     if let Some(backend) = &cfg.mysql.backend {

@@ -24,6 +24,8 @@ mod containers;
 mod ctx;
 mod detail;
 mod durable;
+mod feeds;
+mod invalidate;
 mod listen;
 pub mod logging;
 mod meta;

@@ -19,7 +19,7 @@ use tier_disk::DiskTier;
 use crate::config::Config;
 use crate::shared::Shared;
 use crate::workers::Workers;
-use crate::{admin, auth, containers, listen, mysql, persistence, sasl, tls, udp};
+use crate::{admin, auth, containers, invalidate, listen, mysql, persistence, sasl, tls, udp};
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
 const EX_USAGE: i32 = 64;
@@ -98,11 +98,19 @@ impl Server {
             shared.tls = Some(Arc::new(t));
             tls::explain(&cfg.tls);
         }
-        if let Some(path) = &cfg.containers {
-            shared.sql = Some(start_containers(path, &shared.engine, cfg.metrics_listen.is_some())?);
+        // One binlog feed per backend (`feeds`): the rules and the query cache subscribe
+        // first, so their account and server id open it; containers join it.
+        if !cfg.invalidate.rules.is_empty() {
+            let rules = invalidate::start(&cfg, shared.engine.clone(), &shared.feeds)
+                .map_err(|e| StartError::new(EX_CONFIG, e))?;
+            shared.invalidate = Some(rules);
         }
         if cfg.mysql.listen.is_some() {
-            shared.mysql = Some(Arc::new(mysql::Proxy::new(&cfg.mysql, cfg.metrics_listen.is_some())?));
+            let proxy = mysql::Proxy::new(&cfg.mysql, &shared.feeds, cfg.metrics_listen.is_some())?;
+            shared.mysql = Some(Arc::new(proxy));
+        }
+        if let Some(path) = &cfg.containers {
+            shared.sql = Some(start_containers(path, &shared.engine, cfg.metrics_listen.is_some(), &shared.feeds)?);
         }
         let shared = Arc::new(shared);
         let (stop_tx, stop_rx) = std::sync::mpsc::channel();
@@ -117,9 +125,14 @@ impl Server {
 }
 
 /// Load `--containers`: ready, or waiting for an unreachable backend (retried every second).
-fn start_containers(path: &str, engine: &Engine, timing: bool) -> Result<Arc<containers::Slot>, StartError> {
+fn start_containers(
+    path: &str,
+    engine: &Engine,
+    timing: bool,
+    feeds: &Arc<crate::feeds::Feeds>,
+) -> Result<Arc<containers::Slot>, StartError> {
     let budget = containers::Budget::of(engine);
-    let slot = containers::start(path, &budget, timing)
+    let slot = containers::start(path, &budget, timing, feeds)
         .map_err(|e| StartError::new(EX_CONFIG, format!("--containers {path}: {e}")))?;
     let slot = Arc::new(slot);
     if slot.get().is_none() {
@@ -128,7 +141,7 @@ fn start_containers(path: &str, engine: &Engine, timing: bool) -> Result<Arc<con
              SERVER_ERROR until the backend is reachable (tried again every second)",
             slot.unavailable().text()
         );
-        slot.retry(path.to_string(), budget, timing);
+        slot.retry(path.to_string(), budget, timing, feeds.clone());
     }
     Ok(slot)
 }

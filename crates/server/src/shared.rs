@@ -44,7 +44,7 @@ pub struct Shared {
     /// Startup settings.
     pub cfg: Config,
     /// The item store.
-    pub engine: Engine,
+    pub engine: Arc<Engine>,
     /// Current verbosity (the `verbosity` command changes it).
     pub verbose: AtomicU32,
     /// Whether commands are timed for the latency histograms (`--metrics-listen`).
@@ -72,6 +72,10 @@ pub struct Shared {
     pub disk: Option<Arc<DiskTier>>,
     /// SQL containers, with `--containers`.
     pub sql: Option<Arc<crate::containers::Slot>>,
+    /// The binlog followers (query cache, `caching` containers, invalidation rules).
+    pub feeds: Arc<crate::feeds::Feeds>,
+    /// `--invalidate` rules: plain keys dropped when the binlog shows their rows changed.
+    pub invalidate: Option<Arc<crate::invalidate::Rules>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
     pub mysql: Option<Arc<crate::mysql::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.
@@ -92,7 +96,7 @@ impl Shared {
             verbose: AtomicU32::new(cfg.verbose),
             timing: cfg.metrics_listen.is_some(),
             cfg,
-            engine,
+            engine: Arc::new(engine),
             workers,
             curr_connections: AtomicUsize::new(0),
             total_connections: AtomicU64::new(0),
@@ -103,6 +107,8 @@ impl Shared {
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
+            feeds: Arc::default(),
+            invalidate: None,
             sql: None,
             mysql: None,
             auth: None,

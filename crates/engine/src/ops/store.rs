@@ -70,6 +70,18 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
     let use_cas = engine.config().use_cas;
     let mut a = engine.access(req.key);
     a.stats().cmd_set += 1;
+    if a.held() {
+        // Held by an invalidation: a fill may carry the row as it was before the change.
+        return match req.mode {
+            StoreMode::Set | StoreMode::Add => held(&mut a),
+            StoreMode::Append | StoreMode::Prepend if req.vivify.is_some() => held(&mut a),
+            StoreMode::Cas => {
+                a.stats().cas_misses += 1;
+                StoreOutcome::NotFound
+            }
+            _ => StoreOutcome::NotStored,
+        };
+    }
     let now = a.now();
     let old = a.lookup().ok().map(|it| (it.cas, it.flags, it.exptime, it.bits));
     let new_item = |parts: &[&[u8]], flags, exptime| Item::new(req.key, parts, flags, exptime, now);
@@ -134,4 +146,11 @@ pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
             StoreOutcome::NoMemory
         }
     }
+}
+
+/// A fill of a held key: answered as stored (with a fresh CAS unique, as if the item had been
+/// evicted right away) but not kept.
+fn held(a: &mut crate::Access<'_>) -> StoreOutcome {
+    a.stats().held_stores += 1;
+    StoreOutcome::Stored(a.new_cas())
 }

@@ -75,6 +75,15 @@ fn tokens(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, String> {
             _ => Err("takes a number (1 = -v, 2 = -vv)".into()),
         };
     }
+    if key == "invalidate" {
+        if let DeValue::Array(items) = value {
+            return items
+                .iter()
+                .map(|t| invalidate_rule(t.get_ref()))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|v| v.concat());
+        }
+    }
     match value {
         DeValue::Boolean(true) => Ok(vec![format!("--{key}")]),
         DeValue::Boolean(false) => Ok(vec![]),
@@ -90,6 +99,43 @@ fn tokens(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, String> {
         DeValue::Table(_) => Err("a table is not a value for this setting".into()),
         v => Ok(vec![format!("--{key}={}", scalar(v)?)]),
     }
+}
+
+/// One `[[invalidate]]` table (`table`, `keys`, optional `hash = "md5"`) as one
+/// `--invalidate=DB.TABLE=TEMPLATE` per key; a plain string is already such a value.
+fn invalidate_rule(v: &DeValue<'_>) -> Result<Vec<String>, String> {
+    let t = match v {
+        DeValue::Table(t) => t,
+        DeValue::String(s) => return Ok(vec![format!("--invalidate={s}")]),
+        _ => return Err("each rule is a table: [[invalidate]] table = \"db.t\" keys = [\"k:{id}\"]".into()),
+    };
+    let (mut table, mut keys, mut md5) = (None, Vec::new(), false);
+    for (k, v) in t.iter() {
+        match (k.get_ref().as_ref(), v.get_ref()) {
+            ("table", DeValue::String(s)) => table = Some(s.to_string()),
+            ("keys", DeValue::Array(a)) => {
+                for k in a.iter() {
+                    match k.get_ref() {
+                        DeValue::String(s) => keys.push(s.to_string()),
+                        _ => return Err("keys: each key template is a string".into()),
+                    }
+                }
+            }
+            ("keys", DeValue::String(s)) => keys.push(s.to_string()),
+            ("hash", DeValue::String(s)) if s.as_ref() == "md5" => md5 = true,
+            ("hash", DeValue::String(s)) if s.as_ref() == "none" => md5 = false,
+            ("hash", _) => return Err("hash: \"md5\" (the key is the MD5 of the template's text) or \"none\"".into()),
+            (other, _) => return Err(format!("[[invalidate]]: unknown field '{other}' (table, keys, hash)")),
+        }
+    }
+    let table = table.ok_or("[[invalidate]]: table = \"db.table\" is missing")?;
+    if keys.is_empty() {
+        return Err(format!("[[invalidate]] {table}: keys = [...] is missing or empty"));
+    }
+    Ok(keys
+        .iter()
+        .map(|k| if md5 { format!("--invalidate={table}=md5({k})") } else { format!("--invalidate={table}={k}") })
+        .collect())
 }
 
 /// A scalar value as the text a flag takes.
@@ -154,6 +200,23 @@ mod tests {
             toks("memory-limit = 0x10\nslab-growth-factor = 1.25"),
             ["--memory-limit=16", "--slab-growth-factor=1.25"]
         );
+    }
+
+    #[test]
+    fn invalidate_tables() {
+        let text = "[[invalidate]]\ntable = \"shop.users\"\nkeys = [\"user:{id}\", \"e:{email}\"]\n\n\
+                    [[invalidate]]\ntable = \"test.c\"\nkeys = [\"SELECT a FROM c where id={id}\"]\nhash = \"md5\"\n";
+        assert_eq!(
+            toks(text),
+            [
+                "--invalidate=shop.users=user:{id}",
+                "--invalidate=shop.users=e:{email}",
+                "--invalidate=test.c=md5(SELECT a FROM c where id={id})"
+            ]
+        );
+        assert!(parse("[[invalidate]]\ntable = \"a.b\"\nkey = [\"x\"]").unwrap_err().contains("unknown field 'key'"));
+        assert!(parse("[[invalidate]]\nkeys = [\"x\"]").unwrap_err().contains("table"));
+        assert!(parse("[[invalidate]]\ntable = \"a.b\"\nkeys = [\"x\"]\nhash = \"sha1\"").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use std::fmt;
 
 pub mod file;
+pub mod invalidate;
 pub mod mysql;
 pub mod tls;
 
@@ -105,6 +106,10 @@ pub struct Config {
     pub flush_interval_set: bool,
     /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
     pub mysql: mysql::MysqlConfig,
+    /// Binlog-driven invalidation of plain keys (`--invalidate*`).
+    pub invalidate: invalidate::InvalidateConfig,
+    /// `--invalidate-hold-ms` or `--invalidate-table-changes` was given.
+    pub invalidate_tuned: bool,
     /// `--config FILE` the settings were read from (flags override it).
     pub config_file: Option<String>,
     /// `--log-format`: text (default) or json lines.
@@ -155,6 +160,8 @@ impl Default for Config {
             durability_set: false,
             flush_interval_set: false,
             mysql: Default::default(),
+            invalidate: Default::default(),
+            invalidate_tuned: false,
             config_file: None,
             log_format: Default::default(),
             daemonize: false,
@@ -432,6 +439,11 @@ impl Config {
                         other => return Err(format!("--log-format must be text or json, not '{other}'")),
                     }
                 }
+                Long(flag) if invalidate::FLAGS.contains(&flag) => {
+                    let flag = flag.to_string();
+                    c.invalidate_tuned |= flag != "invalidate";
+                    c.invalidate.set(&flag, &val(&mut p)?)?;
+                }
                 Long(flag) if mysql::FLAGS.contains(&flag) => {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
@@ -458,7 +470,8 @@ impl Config {
                         persistent tier: give --data-dir too"
                 .into());
         }
-        c.mysql.validate()?;
+        c.mysql.validate(!c.invalidate.rules.is_empty())?;
+        c.invalidate.validate(&c.mysql, c.invalidate_tuned)?;
         if c.sasl {
             // memcached's rules: SASL is binary-only, and UDP cannot carry it.
             if c.protocol == Protocol::Ascii {
@@ -499,7 +512,7 @@ impl Config {
 
 fn usage() -> String {
     format!(
-        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}",
+        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}",
         env!("CARGO_PKG_VERSION"),
         r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
 -U, --udp-port=<num>      UDP port to listen on (default: 0, off)
@@ -577,7 +590,8 @@ SQL containers (sqlcached):
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
 "#,
-        mysql::USAGE
+        mysql::USAGE,
+        invalidate::USAGE
     )
 }
 

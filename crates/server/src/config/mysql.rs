@@ -150,13 +150,16 @@ impl MysqlConfig {
         Ok(())
     }
 
-    /// Checks the combination after every flag was read.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the combination after every flag was read (`binlog_rules`: `--invalidate`
+    /// rules use `--mysql-backend` and `--mysql-user` without the proxy).
+    pub fn validate(&self, binlog_rules: bool) -> Result<(), String> {
         if self.listen.is_some() && self.backend.is_none() {
             return Err("--mysql-listen needs --mysql-backend HOST:PORT (the MariaDB/MySQL server to proxy)".into());
         }
-        if self.listen.is_none() && (self.backend.is_some() || self.user.is_some()) {
-            return Err("--mysql-backend and --mysql-user apply to the MySQL proxy: give --mysql-listen too".into());
+        if self.listen.is_none() && !binlog_rules && (self.backend.is_some() || self.user.is_some()) {
+            return Err("--mysql-backend and --mysql-user apply to the MySQL proxy and the --invalidate rules: \
+                        give --mysql-listen or --invalidate too"
+                .into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--mysql-tls-cert and --mysql-tls-key go together (the proxy's certificate and its key)".into());
@@ -221,16 +224,16 @@ mod tests {
     fn flags_and_validation() {
         let mut c = MysqlConfig::default();
         c.set("mysql-listen", "127.0.0.1:3307").unwrap();
-        assert!(c.validate().unwrap_err().contains("--mysql-backend"));
+        assert!(c.validate(false).unwrap_err().contains("--mysql-backend"));
         c.set("mysql-backend", "127.0.0.1:3306").unwrap();
         c.set("query-cache-size", "16m").unwrap();
         c.set("query-cache-limit", "64k").unwrap();
         c.set("query-cache-type", "demand").unwrap();
         assert_eq!((c.cache_size, c.cache_limit, c.cache_type), (16 << 20, 64 << 10, CacheType::Demand));
-        c.validate().unwrap();
+        c.validate(false).unwrap();
         assert!(c.set("query-cache-type", "maybe").is_err());
         assert!(c.set("mysql-server-id", "0").is_err());
         c.set("query-cache-limit", "32m").unwrap();
-        assert!(c.validate().is_err());
+        assert!(c.validate(false).is_err());
     }
 }

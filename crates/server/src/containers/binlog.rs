@@ -16,9 +16,11 @@
 
 use std::sync::Arc;
 
-use ::binlog::{Change, Follower, Value};
+use ::binlog::{Change, Value};
 use engine::Engine;
 use sql_containers::MysqlLogin;
+
+use crate::feeds::Feeds;
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {
@@ -76,11 +78,11 @@ fn flush(w: &Watched) {
     w.stats.invalidated(1);
 }
 
-/// Starts following the backend's binlog for `watched` (None if there is nothing to
-/// watch).
-pub fn start(login: MysqlLogin, watched: Vec<Watched>) -> Option<Follower> {
+/// Follows the backend's binlog for `watched` (nothing to do if it is empty), on the
+/// server's feed of that backend (shared with the query cache and the invalidation rules).
+pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
     if watched.is_empty() {
-        return None;
+        return;
     }
     let cfg = ::binlog::Config {
         backend: login.address,
@@ -89,5 +91,5 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>) -> Option<Follower> {
         // Distinct from the server's own id and from other sqlcached processes'.
         server_id: 0x5C00_0000 | (std::process::id() & 0xFF_FFFF),
     };
-    Some(Follower::spawn(cfg, move |change| apply(&watched, &change)))
+    feeds.subscribe(cfg, "the caching containers", Box::new(move |change| apply(&watched, change)));
 }

@@ -23,6 +23,7 @@ pub mod stats;
 use self::cache::{caching_op, memory_op};
 pub use self::slot::Slot;
 use self::stats::{ContainerStats, Counted};
+use crate::feeds::Feeds;
 
 /// The loaded containers and their memory copies.
 pub struct Sql {
@@ -32,9 +33,6 @@ pub struct Sql {
     /// container keys never share a namespace with client keys.
     caches: Vec<Option<Arc<Engine>>>,
     default: usize,
-    /// MariaDB/MySQL with `caching` containers: drops memory copies of rows changed in
-    /// the binlog (`binlog`); kept alive with the containers.
-    _follower: Option<::binlog::Follower>,
     /// Per-container counters, for `stats` ([`Sql::stats_lines`]).
     counters: Vec<Arc<ContainerStats>>,
     /// Whether operations are timed (`--metrics-listen`).
@@ -109,8 +107,8 @@ impl Budget {
 /// Load `--containers FILE` and say what to do if it fails: a slot that is ready, or one
 /// that waits for an unreachable backend (retried by [`Slot::retry`]); `Err` for a wrong
 /// configuration.
-pub fn start(path: &str, budget: &Budget, timing: bool) -> Result<Slot, String> {
-    match load(path, budget, timing) {
+pub fn start(path: &str, budget: &Budget, timing: bool, feeds: &Arc<Feeds>) -> Result<Slot, String> {
+    match load(path, budget, timing, feeds) {
         Ok(sql) => Ok(Slot::ready(sql)),
         Err(LoadError::Unreachable(why)) => {
             let cfg = SqlConfig::from_file(path.as_ref())?;
@@ -121,8 +119,9 @@ pub fn start(path: &str, budget: &Budget, timing: bool) -> Result<Slot, String> 
 }
 
 /// Load `--containers FILE`: parse, start the backend, validate every container.
-/// Operations are timed for the latency histograms when `timing` (`--metrics-listen`).
-pub fn load(path: &str, budget: &Budget, timing: bool) -> Result<Sql, LoadError> {
+/// Operations are timed for the latency histograms when `timing` (`--metrics-listen`);
+/// `caching` containers on MariaDB/MySQL follow the backend's binlog on `feeds`.
+pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<Sql, LoadError> {
     let cfg = SqlConfig::from_file(path.as_ref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -177,8 +176,10 @@ pub fn load(path: &str, budget: &Budget, timing: bool) -> Result<Sql, LoadError>
             })
         })
         .collect();
-    let follower = cfg.backend.mysql_login().and_then(|login| self::binlog::start(login, watched));
-    Ok(Sql { set, list, caches, default, _follower: follower, counters, timing })
+    if let Some(login) = cfg.backend.mysql_login() {
+        self::binlog::start(login, watched, feeds);
+    }
+    Ok(Sql { set, list, caches, default, counters, timing })
 }
 
 impl Sql {

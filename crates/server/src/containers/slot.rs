@@ -82,14 +82,14 @@ impl Slot {
 
     /// Try to load the containers every second (on a thread of its own) until they load.
     /// Each distinct failure is logged once; success is logged.
-    pub fn retry(self: &Arc<Self>, path: String, budget: Budget, timing: bool) {
+    pub fn retry(self: &Arc<Self>, path: String, budget: Budget, timing: bool, feeds: Arc<crate::feeds::Feeds>) {
         let slot = Arc::downgrade(self);
         let shown = path.clone();
         let spawned = std::thread::Builder::new().name("sqlcached-containers".into()).spawn(move || loop {
             std::thread::sleep(RETRY);
             let Some(slot) = slot.upgrade() else { return };
             let path = path.as_str();
-            match super::load(path, &budget, timing) {
+            match super::load(path, &budget, timing, &feeds) {
                 Ok(sql) => {
                     let n = sql.set.iter().count();
                     let _ = slot.ready.set(Arc::new(sql));

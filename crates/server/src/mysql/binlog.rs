@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use binlog::{Change, Follower};
+use binlog::Change;
 use querycache::types::Invalidation;
 
 use super::start::SharedCache;
@@ -41,14 +41,13 @@ pub fn action(change: &Change) -> Action {
     }
 }
 
-/// Starts following the backend's binlog into `cache`. Connection changes are logged
-/// at the default level, each outage once (not every retry) with its reason.
-pub fn spawn(cache: Arc<SharedCache>, config: binlog::Config) -> Follower {
-    let backend = config.backend.clone();
+/// The binlog sink of `cache` (for [`crate::feeds::Feeds::subscribe`]). Connection changes
+/// are logged at the default level, each outage once (not every retry) with its reason.
+pub fn sink(cache: Arc<SharedCache>, backend: String) -> crate::feeds::Sink {
     // (connected, reason of the outage already logged)
     let state = std::sync::Mutex::new((false, None::<String>));
-    Follower::spawn(config, move |change| {
-        match &change {
+    Box::new(move |change| {
+        match change {
             Change::Disconnected { reason } => {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 if st.0 || st.1.as_deref() != Some(reason.as_str()) {
@@ -63,7 +62,7 @@ pub fn spawn(cache: Arc<SharedCache>, config: binlog::Config) -> Follower {
             }
             _ => {}
         }
-        cache.apply_binlog(&change, action(&change));
+        cache.apply_binlog(change, action(change));
     })
 }
 

@@ -49,14 +49,18 @@ pub struct Proxy {
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
     /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
-    pub fn new(cfg: &crate::config::mysql::MysqlConfig, timing: bool) -> std::io::Result<Proxy> {
+    pub fn new(
+        cfg: &crate::config::mysql::MysqlConfig,
+        feeds: &crate::feeds::Feeds,
+        timing: bool,
+    ) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
         Ok(Proxy {
             tls,
             backend: cfg.backend.clone().unwrap_or_default(),
             counters: counters::Counters::new(timing),
-            cache: start::start(cfg)?,
+            cache: start::start(cfg, feeds)?,
             backend_up: std::sync::atomic::AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
             connect_timeout: cfg.connect_timeout,

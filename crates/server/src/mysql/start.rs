@@ -1,26 +1,25 @@
 //! Starting the query cache and its feeds (metadata task, binlog follower).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use binlog::{Change, Follower};
+use binlog::Change;
 use querycache::config::{Config, Mode};
 use querycache::types::{Invalidation, Source};
 use querycache::QueryCache;
 
 use super::binlog::Action;
 use crate::config::mysql::{CacheType, MysqlConfig};
+use crate::feeds::Feeds;
 
-/// The query cache with the binlog follower that keeps it fresh.
+/// The query cache, kept fresh by the backend's binlog feed (`crate::feeds`).
 pub struct SharedCache {
     /// The cache.
     pub qc: QueryCache,
-    /// The follower (set right after the cache is created).
-    pub follower: OnceLock<Follower>,
 }
 
 /// Creates the cache (offline until the binlog flows) and starts its feeds; none with
 /// `--query-cache-type OFF` or without `--mysql-user` (then the proxy caches nothing).
-pub fn start(cfg: &MysqlConfig) -> std::io::Result<Option<Arc<SharedCache>>> {
+pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<SharedCache>>> {
     let mode = match cfg.cache_type {
         CacheType::On => Mode::On,
         CacheType::Demand => Mode::Demand,
@@ -43,7 +42,7 @@ pub fn start(cfg: &MysqlConfig) -> std::io::Result<Option<Arc<SharedCache>>> {
     let backend = cfg.backend.clone().unwrap_or_default();
     let qc = QueryCache::new(Config { size: cfg.cache_size, limit: cfg.cache_limit, mode });
     qc.set_online(false);
-    let cache = Arc::new(SharedCache { qc, follower: OnceLock::new() });
+    let cache = Arc::new(SharedCache { qc });
     let (host, port) = split_host_port(&backend)?;
     let opts = mysql_async::OptsBuilder::default()
         .ip_or_hostname(host)
@@ -52,9 +51,9 @@ pub fn start(cfg: &MysqlConfig) -> std::io::Result<Option<Arc<SharedCache>>> {
         .pass(Some(password.clone()))
         .prefer_socket(false);
     super::metadata::spawn(cache.clone(), opts.into())?;
-    let follower =
-        super::binlog::spawn(cache.clone(), binlog::Config { backend, user, password, server_id: cfg.server_id });
-    let _ = cache.follower.set(follower);
+    let sink = super::binlog::sink(cache.clone(), backend.clone());
+    let config = binlog::Config { backend, user, password, server_id: cfg.server_id };
+    feeds.subscribe(config, "the query cache", sink);
     Ok(Some(cache))
 }
 
@@ -86,7 +85,7 @@ impl SharedCache {
         }
     }
 
-    /// Writes the cache's and the binlog follower's figures.
+    /// Writes the cache's figures (the binlog's are [`Feeds::write_stats`]).
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         use engine::stats::Kind;
         let s = self.qc.stats();
@@ -103,11 +102,6 @@ impl SharedCache {
         sink.stat("Qcache_shared_misses", Kind::Counter, &s.shared_misses);
         sink.stat("Qcache_online", Kind::Gauge, &u64::from(s.online));
         sink.stat("Qcache_bytes", Kind::Gauge, &s.bytes);
-        let b = self.follower.get().map(Follower::stats).unwrap_or_default();
-        sink.stat("binlog_connected", Kind::Gauge, &u64::from(b.connected));
-        sink.stat("binlog_lag_ms", Kind::Gauge, &b.lag_ms);
-        sink.stat("binlog_events", Kind::Counter, &b.events);
-        sink.stat("binlog_reconnects", Kind::Counter, &b.reconnects);
     }
 }
 

@@ -60,6 +60,9 @@ pub fn reset(ctx: &Ctx<'_>) {
             cache.qc.reset_digests();
         }
     }
+    if let Some(rules) = &ctx.shared.invalidate {
+        rules.reset_stats();
+    }
     if let Some(sql) = &ctx.shared.sql {
         sql.reset_stats();
     }
@@ -182,6 +185,10 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
     sink.stat("engine_shards", Kind::Gauge, &sh.engine.shard_count());
     if let Some(proxy) = &sh.mysql {
         proxy.write_stats(sink);
+    }
+    sh.feeds.write_stats(sink);
+    if let Some(rules) = &sh.invalidate {
+        rules.write_stats(sink);
     }
     if let Some(sql) = &sh.sql {
         sql.write_stats(sink);

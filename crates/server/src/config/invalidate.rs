@@ -1,0 +1,153 @@
+//! `--invalidate` rules (binlog-driven key invalidation for plain memcached data, see
+//! docs/invalidation.md) and their two settings.
+//!
+//! On the command line one flag per key template, `--invalidate=DB.TABLE=TEMPLATE`; in the
+//! config file a table per rule:
+//!
+//! ```toml
+//! [[invalidate]]
+//! table = "shop.users"
+//! keys = ["user:{id}", "user_by_email:{email}"]
+//!
+//! [[invalidate]]
+//! table = "test.customers"
+//! keys = ["SELECT firstname,lastname FROM test.customers where id={id}"]
+//! hash = "md5"
+//! ```
+
+use binlog::KeyTemplate;
+
+/// One key template of one table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleSpec {
+    /// Database of the table.
+    pub db: String,
+    /// The table.
+    pub table: String,
+    /// The key it names for a changed row.
+    pub template: KeyTemplate,
+}
+
+/// What a change to a whole table (TRUNCATE, ALTER, statement-format DML, a binlog gap)
+/// does to the keys of its rules: they cannot be named one by one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableChanges {
+    /// `flush_all` the plain keys (the default: nothing stale survives).
+    Flush,
+    /// Log it and leave the keys to their TTL.
+    Ignore,
+}
+
+/// The invalidation settings.
+#[derive(Clone, Debug)]
+pub struct InvalidateConfig {
+    /// `--invalidate` rules, in the order given.
+    pub rules: Vec<RuleSpec>,
+    /// `--invalidate-hold-ms`: how long an invalidated key refuses fills (0: not at all).
+    pub hold_ms: u64,
+    /// `--invalidate-table-changes flush|ignore`.
+    pub table_changes: TableChanges,
+}
+
+impl Default for InvalidateConfig {
+    fn default() -> Self {
+        InvalidateConfig { rules: Vec::new(), hold_ms: 2000, table_changes: TableChanges::Flush }
+    }
+}
+
+/// The long flags this module parses (each takes a value).
+pub const FLAGS: &[&str] = &["invalidate", "invalidate-hold-ms", "invalidate-table-changes"];
+
+/// Parses `DB.TABLE=TEMPLATE`.
+pub fn parse_rule(v: &str) -> Result<RuleSpec, String> {
+    let bad = |why: &str| format!("--invalidate '{v}': {why}");
+    let (table, template) = v.split_once('=').ok_or_else(|| bad("want DB.TABLE=KEY-TEMPLATE"))?;
+    let (db, table) = table.trim().split_once('.').ok_or_else(|| bad("name the table as DB.TABLE"))?;
+    let ident = |s: &str| !s.is_empty() && s.len() <= 64 && !s.contains(['`', '.', ' ', '\0']);
+    if !ident(db) || !ident(table) {
+        return Err(bad("name the table as DB.TABLE"));
+    }
+    let template = KeyTemplate::parse(template).map_err(|e| bad(&e))?;
+    Ok(RuleSpec { db: db.to_string(), table: table.to_string(), template })
+}
+
+impl InvalidateConfig {
+    /// Applies one flag of [`FLAGS`] with its value.
+    pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
+        match flag {
+            "invalidate" => self.rules.push(parse_rule(v)?),
+            "invalidate-hold-ms" => {
+                self.hold_ms =
+                    v.trim().parse().ok().filter(|&ms| ms <= 3_600_000).ok_or_else(|| {
+                        format!("--invalidate-hold-ms takes milliseconds from 0 to 3600000, not '{v}'")
+                    })?
+            }
+            "invalidate-table-changes" => {
+                self.table_changes = match v {
+                    "flush" => TableChanges::Flush,
+                    "ignore" => TableChanges::Ignore,
+                    _ => return Err(format!("--invalidate-table-changes must be flush or ignore, not '{v}'")),
+                }
+            }
+            _ => return Err(format!("unknown flag --{flag}")),
+        }
+        Ok(())
+    }
+
+    /// Checks the combination with the MySQL settings (the binlog to follow).
+    pub fn validate(&self, mysql: &super::mysql::MysqlConfig, given: bool) -> Result<(), String> {
+        if self.rules.is_empty() {
+            if given {
+                return Err("--invalidate-hold-ms and --invalidate-table-changes apply to --invalidate rules: \
+                            give at least one"
+                    .into());
+            }
+            return Ok(());
+        }
+        if mysql.backend.is_none() || mysql.user.is_none() {
+            return Err("--invalidate rules follow a binlog: give --mysql-backend HOST:PORT and --mysql-user USER \
+                        (an account with REPLICATION SLAVE, BINLOG MONITOR and SELECT on information_schema)"
+                .into());
+        }
+        Ok(())
+    }
+}
+
+/// Usage lines for `--help`.
+pub const USAGE: &str = r#"Binlog-driven invalidation of plain keys (sqlcached, docs/invalidation.md):
+--invalidate=<db.t=key>   when the binlog of --mysql-backend (read as --mysql-user) shows a
+                          row of db.t inserted, updated or deleted, delete the key built
+                          from its old and new images: user:{id}, md5(SELECT ... id={id});
+                          repeat for each key (or [[invalidate]] tables in --config)
+--invalidate-hold-ms=<n>  after an invalidation the key refuses set/add for n ms (answered
+                          STORED, not kept), so a reader that read the old row cannot put it
+                          back (default: 2000; 0: off)
+--invalidate-table-changes=<m> flush (default): a change to a whole table (TRUNCATE, ALTER,
+                          a binlog gap) flushes the plain keys; ignore: logged only
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse() {
+        let r = parse_rule("shop.users=user_by_email:{email|lower}").unwrap();
+        assert_eq!((r.db.as_str(), r.table.as_str()), ("shop", "users"));
+        assert_eq!(r.template.columns().collect::<Vec<_>>(), ["email"]);
+        assert!(parse_rule("users=user:{id}").unwrap_err().contains("DB.TABLE"));
+        assert!(parse_rule("shop.users").unwrap_err().contains("DB.TABLE=KEY-TEMPLATE"));
+        assert!(parse_rule("shop.users=user:{id").unwrap_err().contains("not closed"));
+        let mut c = InvalidateConfig::default();
+        c.set("invalidate-hold-ms", "0").unwrap();
+        assert!(c.set("invalidate-hold-ms", "-1").is_err());
+        assert!(c.set("invalidate-table-changes", "drop").is_err());
+        let mut m = super::super::mysql::MysqlConfig::default();
+        assert!(c.validate(&m, true).unwrap_err().contains("at least one"));
+        c.set("invalidate", "shop.users=user:{id}").unwrap();
+        assert!(c.validate(&m, true).unwrap_err().contains("--mysql-backend"));
+        m.backend = Some("127.0.0.1:3306".into());
+        m.user = Some("repl".into());
+        c.validate(&m, true).unwrap();
+    }
+}
