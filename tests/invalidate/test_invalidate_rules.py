@@ -14,6 +14,7 @@ Real MariaDB (temp datadir, binlog ROW/FULL) and real sqlcached processes. What 
 """
 import os
 import random
+import subprocess
 import threading
 import time
 import urllib.request
@@ -24,7 +25,7 @@ from pymemcache.client.base import Client
 
 from harness.mariadb import start_mariadb
 from harness.mysqlproxy import stats, start_proxy
-from harness.servers import free_port, start_sqlcached
+from harness.servers import free_port, sqlcached_argv
 from inv_helpers import analyse, mc, pct, start_rules, wait_gone
 
 USERS = ["shop.users=user:{id}", "shop.users=user_by_email:{email|lower}"]
@@ -126,29 +127,25 @@ def test_truncate(db, policy, tmp_path):
         srv.stop()
 
 
-def test_wrong_rules_stop_the_start(db, tmp_path):
+def start_fails(db, rule):
+    """Runs sqlcached with one rule; returns (exit status, stderr)."""
+    p = subprocess.run(sqlcached_argv(free_port(), "--mysql-backend", f"{db.host}:{db.port}", "--mysql-user",
+                                      db.user, "--invalidate", rule),
+                       env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": db.password},
+                       capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stderr
+
+
+def test_wrong_rules_stop_the_start(db):
     for rule, said in [("shop.users=user:{uid}", "shop.users has no column uid"),
                        ("shop.nope=n:{id}", "shop.nope: no such table")]:
-        log = tmp_path / "wrong.log"
-        srv = start_rules(db, rule, log=str(log), wait_online=False) if False else None
-        argv_env = {"SQLCACHED_MYSQL_PASSWORD": db.password}
-        import subprocess
-        from harness.servers import sqlcached_argv
-        p = subprocess.run(sqlcached_argv(free_port(), "--mysql-backend", f"{db.host}:{db.port}", "--mysql-user",
-                                          db.user, "--invalidate", rule),
-                           env={**os.environ, **argv_env}, capture_output=True, text=True, timeout=30)
-        assert p.returncode == 78, p.stderr
-        assert said in p.stderr, p.stderr
+        code, err = start_fails(db, rule)
+        assert code == 78 and said in err, err
     # A binlog whose before images lack non-key columns cannot name a changed email's old key.
     sql(db, "SET GLOBAL binlog_row_image = 'MINIMAL'")
     try:
-        import subprocess
-        from harness.servers import sqlcached_argv
-        p = subprocess.run(sqlcached_argv(free_port(), "--mysql-backend", f"{db.host}:{db.port}", "--mysql-user",
-                                          db.user, "--invalidate", USERS[1]),
-                           env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": db.password},
-                           capture_output=True, text=True, timeout=30)
-        assert p.returncode == 78 and "binlog_row_image is MINIMAL" in p.stderr, p.stderr
+        code, err = start_fails(db, USERS[1])
+        assert code == 78 and "binlog_row_image is MINIMAL" in err, err
     finally:
         sql(db, "SET GLOBAL binlog_row_image = 'FULL'")
 
@@ -297,3 +294,59 @@ def test_randomized_cache_aside_run(db):
     assert hits > 0.3, "the cache must really serve reads for the run to mean anything"
     assert stale == 0
     assert pct(probes, 99) <= 100
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_restart_with_data_dir_invalidates_what_changed_while_down(db, tmp_path, stop):
+    """--data-dir keeps the keys across a restart, and the binlog position beside them: rows
+    changed while sqlcached was down are invalidated once it is back, the rest stays warm."""
+    sql(db, "REPLACE INTO shop.users VALUES (10, 'j@x.org', 'J', 0), (11, 'k@x.org', 'K', 0)")
+    data = tmp_path / "data"
+    log = tmp_path / "log"
+    srv = start_rules(db, *USERS, extra=["--data-dir", str(data)], log=str(log))
+    for k in ["user:10", "user:11", "user_by_email:j@x.org"]:
+        assert mc(srv.port, f"set {k} 0 0 1", b"v") == b"STORED\r\n"
+    # Something the running server sees, so a position exists to save.
+    sql(db, "UPDATE shop.users SET name = 'J2' WHERE id = 12")
+    time.sleep(2.5)  # the position is saved every second, a second behind
+    if stop == "sigterm":
+        assert srv.terminate() == 0
+    else:
+        srv.sigkill()
+    assert (data / "binlog-position").exists()
+    sql(db, "UPDATE shop.users SET email = 'j2@x.org' WHERE id = 10")  # while sqlcached is down
+    srv = srv.restart(env={"SQLCACHED_MYSQL_PASSWORD": db.password})
+    try:
+        assert "resuming the binlog at" in srv.run_log()
+        deadline = time.monotonic() + 10
+        while mc(srv.port, "get user:10") != b"END\r\n" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert mc(srv.port, "get user:10") == b"END\r\n", "changed while down: invalidated after the restart"
+        assert mc(srv.port, "get user_by_email:j@x.org") == b"END\r\n"
+        assert mc(srv.port, "get user:11") == b"VALUE user:11 0 1\r\nv\r\nEND\r\n", "unchanged: still warm"
+    finally:
+        srv.stop()
+
+
+def test_restart_after_the_position_was_purged_flushes(db, tmp_path):
+    """If the saved position's binlog file was purged while sqlcached was down, what changed
+    cannot be known: a gap, every plain key flushed (--invalidate-table-changes flush)."""
+    data = tmp_path / "data"
+    srv = start_rules(db, *USERS, extra=["--data-dir", str(data)], log=str(tmp_path / "log"))
+    assert mc(srv.port, "set user:11 0 0 1", b"v") == b"STORED\r\n"
+    sql(db, "UPDATE shop.users SET name = 'K2' WHERE id = 11")
+    time.sleep(2.5)
+    assert srv.terminate() == 0
+    # The key is on disk; now lose the binlog it would be checked against.
+    sql(db, "FLUSH BINARY LOGS")
+    newest = sql(db, "SHOW BINARY LOGS")[-1][0]
+    sql(db, f"PURGE BINARY LOGS TO '{newest}'")
+    srv = srv.restart(env={"SQLCACHED_MYSQL_PASSWORD": db.password})
+    try:
+        deadline = time.monotonic() + 10
+        while "binlog gap" not in srv.run_log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "flushing every plain key" in srv.run_log(), srv.run_log()
+        assert mc(srv.port, "get user:11") == b"END\r\n"
+    finally:
+        srv.stop()

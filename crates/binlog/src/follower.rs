@@ -21,6 +21,10 @@ pub struct Config {
     pub password: String,
     /// Server id this replica registers with (must differ from every other replica's).
     pub server_id: u32,
+    /// Where to start: None, the binlog's current end; Some, right after that transaction
+    /// boundary (a [`Stats::resume`] saved earlier). If the server no longer has it, the
+    /// follower reports `Change::All` and starts at the end.
+    pub start: Option<Position>,
 }
 
 /// A place in the binlog: file name and byte offset.
@@ -46,6 +50,9 @@ pub struct Stats {
     pub lag_ms: u64,
     /// Position after the last event read (None until the first connection).
     pub position: Option<Position>,
+    /// Position after the last complete transaction reported: where a follower started
+    /// with [`Config::start`] set to it goes on without missing or repeating a transaction.
+    pub resume: Option<Position>,
 }
 
 /// State shared by the follower thread and its handle.
@@ -59,6 +66,8 @@ pub(crate) struct Shared {
     /// When the stream broke (unix ms; 0: not broken).
     pub(crate) broken_at_ms: AtomicU64,
     pub(crate) position: Mutex<Option<Position>>,
+    /// After the last complete transaction reported.
+    pub(crate) resume: Mutex<Option<Position>>,
 }
 
 /// Now, in ms since the unix epoch.
@@ -110,6 +119,7 @@ impl Follower {
             reconnects: sh.reconnects.load(Relaxed),
             lag_ms,
             position: sh.position.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            resume: sh.resume.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
 }

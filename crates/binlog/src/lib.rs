@@ -8,13 +8,14 @@
 //!         user: "repl".into(),
 //!         password: "secret".into(),
 //!         server_id: 23633,
+//!         start: None,
 //!     },
 //!     |change| println!("{change:?}"),
 //! );
 //! println!("{:?}", follower.stats());
 //! ```
 //!
-//! The stream starts at the current end of the binlog. `Change::Connected` is reported once
+//! The stream starts at the current end of the binlog (or after a saved `Stats::resume`). `Change::Connected` is reported once
 //! events flow; when the stream breaks, `Change::Disconnected`, then the follower reconnects
 //! (backoff up to 1 s) and resumes after the last transaction it reported (or, if the server
 //! no longer has that binlog file, at the current end after `Change::All`).

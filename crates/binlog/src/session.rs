@@ -72,7 +72,7 @@ pub(crate) async fn run(cfg: Config, sink: impl Fn(Change), shared: Arc<Shared>,
         Ok(o) => o,
         Err(e) => return sink(Change::Disconnected { reason: e }),
     };
-    let mut state = State { resume: None, connected: false, ever_connected: false, reported_down: false };
+    let mut state = State { resume: cfg.start.clone(), connected: false, ever_connected: false, reported_down: false };
     let mut backoff = Duration::from_millis(50);
     loop {
         let end = tokio::select! {
@@ -192,6 +192,7 @@ async fn session(cfg: &Config, opts: &Opts, state: &mut State, sink: &impl Fn(Ch
         }
         if d.boundary {
             state.resume = Some(pos.clone());
+            *shared.resume.lock().unwrap_or_else(|e| e.into_inner()) = Some(pos.clone());
         }
         *shared.position.lock().unwrap_or_else(|e| e.into_inner()) = Some(pos.clone());
     }

@@ -277,6 +277,9 @@ impl Handle {
         if let Some(disk) = &self.disk {
             disk.close();
         }
+        if let Some(rules) = &shared.invalidate {
+            rules.stop();
+        }
         if let Some(sql) = shared.sql.as_ref().and_then(|s| s.get()) {
             // Open batch transactions (w_batch_size > 1) are committed before exit.
             if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {

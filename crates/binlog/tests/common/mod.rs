@@ -78,7 +78,8 @@ impl MariaDb {
 
     pub fn follow(&self) -> (Follower, Changes) {
         let (tx, rx) = channel();
-        let cfg = Config { backend: self.addr(), user: USER.into(), password: PASSWORD.into(), server_id: 4242 };
+        let cfg =
+            Config { backend: self.addr(), user: USER.into(), password: PASSWORD.into(), server_id: 4242, start: None };
         let f = Follower::spawn(cfg, move |c| {
             let _ = tx.send((Instant::now(), c));
         });

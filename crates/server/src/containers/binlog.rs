@@ -90,6 +90,7 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
         password: login.password,
         // Distinct from the server's own id and from other sqlcached processes'.
         server_id: 0x5C00_0000 | (std::process::id() & 0xFF_FFFF),
+        start: None,
     };
     feeds.subscribe(cfg, "the caching containers", Box::new(move |change| apply(&watched, change)));
 }

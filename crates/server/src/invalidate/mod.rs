@@ -16,12 +16,15 @@
 //! follower resumes where it stopped, so none is lost (a gap is a table change of every rule).
 //!
 //! - [`check`]: the rules against the backend at start (tables, columns, row-format binlog).
+//! - [`position`]: with `--data-dir`, the binlog position saved so a restart resumes there.
 //! - [`stats`]: per-rule counters for `stats` and the metrics.
 
 pub mod check;
+pub mod position;
 pub mod stats;
 
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use binlog::{Change, KeyTemplate};
@@ -64,6 +67,8 @@ pub struct Rules {
     pub totals: stats::Totals,
     /// Whether the stream was flowing at the last change (for logging transitions).
     connected: Mutex<bool>,
+    /// With `--data-dir`: saves the binlog position.
+    saver: OnceLock<position::Saver>,
 }
 
 impl Rules {
@@ -89,6 +94,14 @@ impl Rules {
             table_changes: cfg.table_changes,
             totals: Default::default(),
             connected: Mutex::new(false),
+            saver: OnceLock::new(),
+        }
+    }
+
+    /// At a clean stop, once the disk tier is closed: save the binlog position reached.
+    pub fn stop(&self) {
+        if let Some(s) = self.saver.get() {
+            s.finish();
         }
     }
 
@@ -165,7 +178,8 @@ impl Rules {
 
 /// Builds the rules, checks them against the backend (a wrong table or column, or a binlog
 /// that cannot name rows, stops the start; an unreachable backend is said and checked again
-/// once it answers) and subscribes them to the backend's feed.
+/// once it answers) and subscribes them to the backend's feed, from the position saved in
+/// `--data-dir` if there is one.
 pub fn start(
     cfg: &crate::config::Config,
     engine: Arc<Engine>,
@@ -182,14 +196,35 @@ pub fn start(
         summary.join(", "),
         cfg.invalidate.hold_ms
     );
+    let dir = cfg.data_dir.as_deref().map(Path::new);
+    let start = dir.and_then(position::load);
+    match (dir, &start) {
+        (Some(d), Some(p)) => log::info!(
+            "--invalidate: resuming the binlog at {}:{} (saved in {}): changes made while sqlcached was down \
+             are invalidated first",
+            p.file,
+            p.pos,
+            d.display()
+        ),
+        (Some(d), None) => log::warn!(
+            "--invalidate: no binlog position saved in {} yet: rows changed before this start are not \
+             invalidated (from now on the position is saved there)",
+            d.display()
+        ),
+        _ => {}
+    }
     let config = binlog::Config {
         backend: login.backend.clone(),
         user: login.user.clone(),
         password: login.password.clone(),
         server_id: cfg.mysql.server_id,
+        start,
     };
     let sink_rules = rules.clone();
-    feeds.subscribe(config, "the --invalidate rules", Box::new(move |change| sink_rules.apply(change)));
+    let feed = feeds.subscribe(config, "the --invalidate rules", Box::new(move |change| sink_rules.apply(change)));
+    if let Some(d) = dir {
+        let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));
+    }
     Ok(rules)
 }
 
