@@ -350,3 +350,42 @@ def test_restart_after_the_position_was_purged_flushes(db, tmp_path):
         assert mc(srv.port, "get user:11") == b"END\r\n"
     finally:
         srv.stop()
+
+
+def test_one_replica_connection_with_caching_containers(db, tmp_path):
+    """Rules and a `caching` container on the same MariaDB share one binlog connection, and
+    both stay fresh through it."""
+    sql(db, "CREATE TABLE IF NOT EXISTS shop.kv (k VARCHAR(64) COLLATE utf8mb4_bin PRIMARY KEY, v VARCHAR(255))")
+    sql(db, "REPLACE INTO shop.kv VALUES ('a', 'one')")
+    sql(db, "REPLACE INTO shop.users VALUES (20, 't@x.org', 'T', 0)")
+    cfg = tmp_path / "containers.toml"
+    cfg.write_text(f"""
+[backend]
+kind = "mariadb"
+url = "{db.url('shop')}?prefer_socket=false"
+
+[[container]]
+name = "kv"
+table = "kv"
+key_column = "k"
+value_columns = "v"
+policy = "caching"
+cache_ttl = 3600
+""")
+    srv = start_rules(db, "shop.users=user:{id}", extra=["--containers", str(cfg)])
+    try:
+        assert mc(srv.port, "get @@kv.a") == b"VALUE @@kv.a 0 3\r\none\r\nEND\r\n"  # now in its memory copy
+        mc(srv.port, "set user:20 0 0 1", b"v")
+        s = stats(srv.port)
+        assert s["binlog_feeds"] == 1, s
+        dumps = sql(db, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+        assert dumps[0][0] == 1, dumps
+        sql(db, "UPDATE shop.kv SET v = 'two' WHERE k = 'a'")
+        sql(db, "UPDATE shop.users SET name = 'T2' WHERE id = 20")
+        assert wait_gone(srv.port, "user:20") is not None
+        deadline = time.monotonic() + 5
+        while mc(srv.port, "get @@kv.a") != b"VALUE @@kv.a 0 3\r\ntwo\r\nEND\r\n" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mc(srv.port, "get @@kv.a") == b"VALUE @@kv.a 0 3\r\ntwo\r\nEND\r\n"
+    finally:
+        srv.stop()
