@@ -9,6 +9,10 @@
         db.sql("CREATE DATABASE test")    # as root, over the unix socket
         db.restart()                      # stop + start on the same datadir and port
 
+    with start_mariadb() as primary, start_replica(primary) as replica:
+        primary.sql("CREATE DATABASE d")  # replicated (GTID, slave_pos)
+        replica.wait_caught_up(primary)   # replica applied all of primary's binlog
+
 As a pytest fixture (scope as needed):
 
     @pytest.fixture(scope="module")
@@ -27,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from .servers import free_port
@@ -98,6 +103,53 @@ class MariaDB:
         if self._own_base:
             shutil.rmtree(self.base, ignore_errors=True)
 
+    def gtid_binlog_pos(self):
+        """@@gtid_binlog_pos: the GTIDs this server has written to its binlog."""
+        return self.sql("SELECT @@GLOBAL.gtid_binlog_pos").strip()
+
+    def replicate_from(self, primary, timeout=30):
+        """Make this (running) server a replica of `primary`: CHANGE MASTER TO ... MASTER_USE_GTID=
+        slave_pos with primary's test account, START SLAVE, and wait until both replication
+        threads run. Start it with replica_args() so that it writes the applied changes to its
+        own binlog (ROW, log_slave_updates) for a binlog follower such as sqlcached's proxy."""
+        self.sql(f"""
+CHANGE MASTER TO MASTER_HOST='{primary.host}', MASTER_PORT={primary.port},
+  MASTER_USER='{primary.user}', MASTER_PASSWORD='{primary.password}',
+  MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+START SLAVE;
+""")
+        deadline = time.monotonic() + timeout
+        status = {}
+        while time.monotonic() < deadline:
+            status = self.slave_status()
+            if status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes":
+                return self
+            time.sleep(0.1)
+        raise TimeoutError(f"replication from {primary.port} not running after {timeout}s: "
+                           f"{ {k: v for k, v in status.items() if 'Running' in k or 'Error' in k} }")
+
+    def slave_status(self):
+        """SHOW SLAVE STATUS as {column: value} ({} when this server is no replica)."""
+        client = shutil.which("mariadb") or shutil.which("mysql")
+        p = subprocess.run([client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}", "-uroot", "-E",
+                            "-e", "SHOW SLAVE STATUS"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError(f"SHOW SLAVE STATUS failed: {p.stderr}")
+        out = {}
+        for line in p.stdout.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and not name.startswith("*"):
+                out[name.strip()] = value.strip()
+        return out
+
+    def wait_caught_up(self, primary, timeout=30):
+        """Block until this replica has applied everything `primary` has binlogged so far."""
+        pos = primary.gtid_binlog_pos()
+        got = self.sql(f"SELECT MASTER_GTID_WAIT('{pos}', {timeout})").strip()
+        if got != "0":
+            raise TimeoutError(f"replica did not reach {pos} in {timeout}s: {self.slave_status()}")
+        return self
+
     def url(self, database=""):
         return f"mysql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
 
@@ -126,12 +178,33 @@ class MariaDB:
         self.close()
 
 
+def replica_args(server_id=2):
+    """mariadbd options of a replica whose binlog a follower can read: its own server id, and the
+    changes it applies written to its binlog (log_bin and binlog_format=ROW are always on)."""
+    return f"--server-id={server_id} --log-slave-updates"
+
+
 @contextlib.contextmanager
 def start_mariadb(**kw):
     """A started MariaDB in a temp directory, stopped and removed afterwards."""
     db = MariaDB(**kw)
     try:
         db.start()
+        yield db
+    finally:
+        db.close()
+
+
+@contextlib.contextmanager
+def start_replica(primary, server_id=2, extra_args="", **kw):
+    """A started MariaDB replicating `primary` (GTID, slave_pos, as primary's test account) and
+    writing what it applies to its own binlog (ROW, log_slave_updates), stopped and removed
+    afterwards. Stop it before its primary (a `with` over both does)."""
+    db = MariaDB(extra_args=(replica_args(server_id) + " " + extra_args).strip(), **kw)
+    try:
+        db.start()
+        db.replicate_from(primary)
+        db.wait_caught_up(primary)
         yield db
     finally:
         db.close()
