@@ -351,7 +351,7 @@ def test_proxy_on_a_replica(replica_pair):
 
 # --- the known bug, on its own ------------------------------------------------------------
 
-@pytest.mark.xfail(reason=KNOWN_BUG, strict=False)
+@pytest.mark.xfail(reason=KNOWN_BUG, strict=False, raises=AssertionError)
 def test_binlog_invalidation_of_a_busy_row(tmp_path):
     """Minimal reproduction (one MariaDB, one proxy): three connections keep reading row 1
     through the proxy while it is updated directly on MariaDB for REPRO_SECONDS; 5 ms after
