@@ -210,3 +210,24 @@ def test_truncate_and_alter_behind_the_proxy(proxy, pc, mariadb):
     mariadb.sql("DROP TABLE qc.behind; CREATE TABLE qc.behind (id INT PRIMARY KEY, v INT); INSERT INTO qc.behind VALUES (1, 42);")
     got, _ = wait_for(lambda: q(pc, "SELECT * FROM qc.behind WHERE id = 1") == ((1, 42),), timeout=10)
     assert got, "DROP + CREATE on MariaDB not seen"
+
+
+def test_multi_statement_write_invalidated_before_its_ok(proxy):
+    """Multi-statement text: the OK of a write reaches the client only after its invalidation,
+    not at the end of the whole text. The writer's session keeps the write out of the binlog
+    (sql_log_bin = 0), so only the proxy's own invalidation can drop the cached result; the
+    text goes on sleeping after the UPDATE while another client reads through the proxy."""
+    reader = proxy.connect("qc")
+    writer = proxy.connect("qc", client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS)
+    try:
+        until_hit(proxy, reader, "SELECT v FROM qc.w WHERE id = 150")
+        with writer.cursor() as cur:
+            cur.execute("SET SESSION sql_log_bin = 0")
+            cur.execute("UPDATE qc.w SET v = 'multi-ok' WHERE id = 150; DO SLEEP(1.5)")  # returns at the first OK
+            assert cur.rowcount == 1
+            seen = q(reader, "SELECT v FROM qc.w WHERE id = 150")
+            assert seen == (("multi-ok",),), "a write's OK was seen before its invalidation"
+            assert cur.nextset() is not None or True
+    finally:
+        reader.close()
+        writer.close()

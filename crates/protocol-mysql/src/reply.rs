@@ -65,6 +65,8 @@ pub struct Reply {
     pub error: bool,
     /// Several results (SERVER_MORE_RESULTS_EXISTS was seen).
     pub multi: bool,
+    /// Intermediate results ended so far (OK/EOF with SERVER_MORE_RESULTS_EXISTS).
+    pub results_ended: u32,
     /// An OK/EOF carried session state changes.
     pub session_changed: bool,
     /// A cursor was opened (rows come with COM_STMT_FETCH).
@@ -93,6 +95,7 @@ impl Reply {
             warnings: 0,
             error: false,
             multi: false,
+            results_ended: 0,
             session_changed: false,
             cursor: false,
             infile: false,
@@ -256,6 +259,7 @@ impl Reply {
     fn next_after(&mut self, status: u16) -> State {
         if status & SERVER_MORE_RESULTS_EXISTS != 0 {
             self.multi = true;
+            self.results_ended += 1;
             State::First
         } else {
             State::Done

@@ -401,10 +401,17 @@ impl QueryCache {
     /// ignored). Applies the pending writes' invalidations (call it before the client
     /// sees the reply), pending session changes (on OK), and, when the transaction has
     /// ended, invalidates again what it wrote. Also call it with the authentication OK.
-    /// Calls for intermediate results of a multi-result reply (SERVER_MORE_RESULTS_EXISTS
-    /// set) are ignored: pending writes apply when the whole reply has arrived.
+    /// Call it too at the end of each intermediate result of a multi-result reply
+    /// (SERVER_MORE_RESULTS_EXISTS set), before that result reaches the client: the
+    /// statements before it have run, so the pending writes are invalidated then (all of
+    /// them: the text's statements are not told apart), and again when the whole reply has
+    /// arrived. No client sees the OK of a write in multi-statement text before its
+    /// invalidation.
     pub fn on_reply(&self, s: &mut Session, status_flags: u16, ok: bool) {
         if ok && status_flags & SERVER_MORE_RESULTS_EXISTS != 0 {
+            for inv in &s.pending_write {
+                self.invalidate(inv, Source::Proxy);
+            }
             return;
         }
         let writes = std::mem::take(&mut s.pending_write);

@@ -28,7 +28,8 @@ pub enum RelayError {
 
 /// Relays the reply to a command whose last packet had sequence id `cmd_seq`.
 /// `before_end` runs once the reply is complete, before its last bytes reach the client
-/// (the session applies invalidations there: nobody sees an OK before they are done).
+/// (the session applies invalidations there: nobody sees an OK before they are done), and
+/// at the end of each intermediate result of a multi-result reply, before it is sent.
 pub async fn relay_reply(
     server: &mut Wire,
     client: &mut Wire,
@@ -42,17 +43,20 @@ pub async fn relay_reply(
     loop {
         let mut step = Step::More;
         let mut scanned = 0;
+        let intermediate;
         {
             let buf = server.buffered();
+            let results = reply.results_ended;
             while let Ok(Some((p, used))) = parse_packet(&buf[scanned..]) {
                 last_seq = p.seq;
                 step = reply.feed(p.payload);
                 scanned += used;
-                if step != Step::More {
+                if step != Step::More || reply.results_ended != results {
                     break;
                 }
             }
-            if step == Step::Done {
+            intermediate = reply.results_ended != results;
+            if step == Step::Done || intermediate {
                 before_end(reply);
             }
             if scanned > 0 {
@@ -67,6 +71,8 @@ pub async fn relay_reply(
         match step {
             Step::Done => return Ok(()),
             Step::Infile => relay_infile(client, server).await?,
+            // Stopped at an intermediate result's end: the next packets may be buffered.
+            Step::More if intermediate => {}
             Step::More => {
                 if let Err(e) = server.fill().await {
                     let msg = format!("Lost connection to MySQL backend {backend_name} during query ({e})");
