@@ -23,14 +23,13 @@ randomized freshness runs against real MariaDB servers and real sqlcached proces
      through the replica's proxy, and their difference (what the proxy adds) are printed;
      the difference's p99 is asserted within 100 ms.
    Both fail unless the caches were really hit (Qcache_hits), or the checks prove nothing.
-3. test_binlog_invalidation_of_a_busy_row: the minimal reproduction of a known bug (xfail):
-   a change that reaches a proxy only through the binlog can leave the old result cached for
-   good (until the row changes again) when a miss reads the row between the binlog event and
-   the moment MariaDB makes the commit visible (it sends the binlog before the engine commit).
-   A run of 1. or 2. in which a version is still not visible 2 s after its OK (while the
-   backend has it) counts a "stuck" entry; reads stale by more than 100 ms that such a stuck
-   entry explains are set apart, every other assertion is checked first, and then the test is
-   marked xfail (pytest.xfail) with the figures. Any other late read fails the test.
+3. test_binlog_invalidation_of_a_busy_row: a change that reaches a proxy only through the
+   binlog must not leave the old result cached when a miss reads the row between the binlog
+   event and the moment MariaDB makes the commit visible (it sends the binlog before the
+   engine commit). Found by this file as a bug (11/300 updates left stuck entries); fixed by
+   delivering each row change again 50 ms later (crates/server/src/feeds.rs, rechecks). A run
+   of 1. or 2. in which a version is still not visible 2 s after its OK (while the backend has
+   it) counts a "stuck" entry and fails.
 
 Run (about 50 s; FULL=1 runs each randomized phase 60 s instead of 10 and the reproduction
 30 s instead of 8):
@@ -64,7 +63,7 @@ REPRO_SECONDS = float(os.environ.get("CLUSTER_REPRO_SECONDS", "30" if FULL else 
 
 SELECT = "SELECT ver FROM t WHERE id = %s"
 
-KNOWN_BUG = ("known bug: a binlog invalidation can reach the proxy before MariaDB makes the commit "
+KNOWN_BUG = ("regression (fixed by the rechecks in crates/server/src/feeds.rs): a binlog invalidation can reach the proxy before MariaDB makes the commit "
              "visible (the binlog is written and sent before the engine commit); a miss in that window "
              "reads the old row and the proxy keeps it until the row's next change")
 
@@ -242,7 +241,7 @@ def test_two_proxies_one_mariadb(one_db_two_proxies):
     assert pct(s["direct_write_seen_on_b"], 0.99) <= GOAL, figures(s["direct_write_seen_on_b"])
     assert pct(s["direct_write_seen_on_a"], 0.99) <= GOAL, figures(s["direct_write_seen_on_a"])
     if n["a_stuck"] or n["b_stuck"]:
-        pytest.xfail(f"{KNOWN_BUG}: {n['a_stuck'] + n['b_stuck']} stuck entries {tally.stuck_log[:3]}")
+        pytest.fail(f"{KNOWN_BUG}: {n['a_stuck'] + n['b_stuck']} stuck entries {tally.stuck_log[:3]}")
 
 
 # --- 2. a proxy on a replica --------------------------------------------------------------
@@ -346,12 +345,11 @@ def test_proxy_on_a_replica(replica_pair):
     check_late(tally, n["rp_reads"])
     assert pct(s["added"], 0.99) <= GOAL, figures(s["added"])
     if n["rp_stuck"]:
-        pytest.xfail(f"{KNOWN_BUG}: {n['rp_stuck']} stuck entries {tally.stuck_log[:3]}")
+        pytest.fail(f"{KNOWN_BUG}: {n['rp_stuck']} stuck entries {tally.stuck_log[:3]}")
 
 
 # --- the known bug, on its own ------------------------------------------------------------
 
-@pytest.mark.xfail(reason=KNOWN_BUG, strict=False, raises=AssertionError)
 def test_binlog_invalidation_of_a_busy_row(tmp_path):
     """Minimal reproduction (one MariaDB, one proxy): three connections keep reading row 1
     through the proxy while it is updated directly on MariaDB for REPRO_SECONDS; 5 ms after

@@ -345,19 +345,24 @@ impl QueryCache {
         if source == Source::Proxy {
             bump(&c.invalidations_proxy);
         }
+        let counted = source != Source::Recheck;
         match inv {
             Invalidation::Keys { db, table, keys } => {
                 if source == Source::Binlog {
                     bump(&c.invalidations_binlog_rows);
                 }
-                c.tables.bump(db, table);
+                if counted {
+                    c.tables.bump(db, table);
+                }
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
                 self.drop_tables(&mut l, &t, Some(keys));
             }
             Invalidation::Table { db, table } => {
-                bump(&c.invalidations_table);
-                c.tables.bump(db, table);
+                if counted {
+                    bump(&c.invalidations_table);
+                    c.tables.bump(db, table);
+                }
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
                 self.drop_tables(&mut l, &t, None);

@@ -55,6 +55,10 @@ pub enum Source {
     Proxy,
     /// A change read from the backend's binlog.
     Binlog,
+    /// The same row change again, a moment later (the binlog can announce a transaction
+    /// before other sessions see it committed; see the server's `feeds.rs`): drops what a
+    /// fill may have read in between; counted nowhere.
+    Recheck,
 }
 
 /// Which rows of a table a cached result depends on.

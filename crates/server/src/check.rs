@@ -43,7 +43,7 @@ pub fn run(cfg: &Config) -> bool {
             use_cas: !cfg.disable_cas,
             shards: 64,
         });
-        let feeds = crate::feeds::Feeds::default();
+        let feeds = crate::feeds::Feeds::new(cfg.mysql.server_id());
         match crate::containers::load(path, &crate::containers::Budget::of(&engine), false, &feeds) {
             Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
             Err(e) => say(false, format!("--containers {path}: {e}")),

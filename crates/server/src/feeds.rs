@@ -3,29 +3,60 @@
 //! The query cache (`--mysql-listen`), the `caching` containers (`--containers` on
 //! MariaDB/MySQL) and the invalidation rules (`--invalidate`) each want every change of
 //! the backend's binlog. A server opens one replica connection per backend address for all
-//! of them: the first subscriber's account and server id start the follower, later ones
-//! add their sink to it. A sink that joins while the stream already flows is told
-//! `Change::Connected` first, so it sees the same stream states as one that was there
-//! from the start. Sinks run on the follower's thread, in binlog order: keep them quick.
+//! of them: the first subscriber's account opens the follower (as this process's replica
+//! server id), later ones add their sink to it. A sink that joins while the stream already
+//! flows is told `Change::Connected` first, so it sees the same stream states as one that
+//! was there from the start. Sinks run on the follower's thread, in binlog order: keep them
+//! quick.
+//!
+//! **Rechecks.** MariaDB (like MySQL) wakes its binlog dump threads once a transaction is in
+//! the binlog, before the storage engine's commit makes it visible to other sessions. A
+//! cache that refills right after the invalidation can read the row as it was and keep it
+//! (the cluster tests caught the query cache and containers doing so under busy reads). So
+//! every row change is delivered a second time, [`RECHECK`] later, to the sinks that ask for
+//! it ([`Pass::Recheck`]): a copy filled in between is dropped, and a stale copy lasts at most
+//! that long. The `--invalidate` rules do not need it: their hold refuses such fills.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use binlog::{Change, Follower};
 use engine::stats::{Kind, StatSink};
 use parking_lot::{Mutex, RwLock};
 
+/// How long after a row change it is delivered again to the sinks that recheck.
+pub const RECHECK: Duration = Duration::from_millis(50);
+/// Row changes waiting for their recheck, at most (beyond, rechecks are dropped and counted).
+const RECHECK_QUEUE: usize = 65_536;
+
+/// Which delivery of a change a sink is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// As the follower read it.
+    First,
+    /// A row change again, [`RECHECK`] later.
+    Recheck,
+}
+
 /// Something that receives every binlog change.
-pub type Sink = Box<dyn Fn(&Change) + Send + Sync>;
+pub type Sink = Box<dyn Fn(&Change, Pass) + Send + Sync>;
 
 /// One backend's follower and its sinks.
 pub struct Feed {
     /// `host:port` as given.
     pub backend: String,
     follower: OnceLock<Follower>,
-    sinks: RwLock<Vec<Sink>>,
+    /// Each sink, and whether it wants rechecks.
+    sinks: RwLock<Vec<(Sink, bool)>>,
     connected: AtomicBool,
+    recheck: Mutex<Option<SyncSender<(Instant, Change)>>>,
+    /// Row changes delivered a second time.
+    pub rechecks: AtomicU64,
+    /// Rechecks dropped because too many waited.
+    pub rechecks_dropped: AtomicU64,
 }
 
 impl Feed {
@@ -34,51 +65,97 @@ impl Feed {
         self.follower.get().map(Follower::stats).unwrap_or_default()
     }
 
-    /// Hands one change to every sink (on the follower's thread).
-    fn deliver(&self, change: &Change) {
+    /// Hands one change to every sink (on the follower's thread), then queues a row change
+    /// for its recheck.
+    fn deliver(&self, change: Change) {
         let sinks = self.sinks.read();
         match change {
             Change::Connected => self.connected.store(true, Ordering::Relaxed),
             Change::Disconnected { .. } => self.connected.store(false, Ordering::Relaxed),
             _ => {}
         }
-        for s in sinks.iter() {
-            s(change);
+        for (s, _) in sinks.iter() {
+            s(&change, Pass::First);
+        }
+        if matches!(change, Change::Rows { .. }) && sinks.iter().any(|(_, r)| *r) {
+            if let Some(tx) = self.recheck.lock().as_ref() {
+                if let Err(TrySendError::Full(_)) = tx.try_send((Instant::now() + RECHECK, change)) {
+                    if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                        log::warn!(
+                            "binlog of {}: more than {RECHECK_QUEUE} row changes waiting for their recheck: \
+                             dropping rechecks (binlog_rechecks_dropped)",
+                            self.backend
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The recheck thread: delivers each queued row change again once it is due.
+    fn rechecker(feed: Weak<Feed>, rx: Receiver<(Instant, Change)>) {
+        while let Ok((due, change)) = rx.recv() {
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let Some(feed) = feed.upgrade() else { return };
+            for (s, _) in feed.sinks.read().iter().filter(|(_, r)| *r) {
+                s(&change, Pass::Recheck);
+            }
+            feed.rechecks.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
 /// The server's binlog followers, by backend address.
-#[derive(Default)]
 pub struct Feeds {
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
+    /// The replica server id this process registers with (`MysqlConfig::server_id`).
+    pub server_id: u32,
 }
 
 impl Feeds {
+    /// No follower yet; followers register as `server_id`.
+    pub fn new(server_id: u32) -> Feeds {
+        Feeds { feeds: Mutex::default(), server_id }
+    }
+
     /// Adds `sink` to the follower of `config.backend`, starting one if there is none yet
-    /// (`who` names the subscriber in the log line that says the connection is shared).
-    pub fn subscribe(&self, config: binlog::Config, who: &str, sink: Sink) -> Arc<Feed> {
+    /// (`who` names the subscriber in the log line that says the connection is shared);
+    /// with `recheck`, row changes come a second time (see the module documentation).
+    pub fn subscribe(&self, config: binlog::Config, who: &str, recheck: bool, sink: Sink) -> Arc<Feed> {
         let key = config.backend.to_ascii_lowercase();
         let mut feeds = self.feeds.lock();
         if let Some(feed) = feeds.get(&key) {
             log::info!("binlog of {}: {who} shares the replica connection already open", feed.backend);
             let mut sinks = feed.sinks.write();
             if feed.connected.load(Ordering::Relaxed) {
-                sink(&Change::Connected);
+                sink(&Change::Connected, Pass::First);
             }
-            sinks.push(sink);
+            sinks.push((sink, recheck));
             return feed.clone();
         }
+        let (tx, rx) = sync_channel(RECHECK_QUEUE);
         let feed = Arc::new(Feed {
             backend: config.backend.clone(),
             follower: OnceLock::new(),
-            sinks: RwLock::new(vec![sink]),
+            sinks: RwLock::new(vec![(sink, recheck)]),
             connected: AtomicBool::new(false),
+            recheck: Mutex::new(Some(tx)),
+            rechecks: AtomicU64::new(0),
+            rechecks_dropped: AtomicU64::new(0),
         });
         let weak: Weak<Feed> = Arc::downgrade(&feed);
+        let w = weak.clone();
+        if let Err(e) =
+            std::thread::Builder::new().name("sqlcached-recheck".into()).spawn(move || Feed::rechecker(w, rx))
+        {
+            log::error!("binlog of {}: no recheck thread ({e}): row changes are delivered once", feed.backend);
+            *feed.recheck.lock() = None;
+        }
         let follower = Follower::spawn(config, move |change| {
             if let Some(feed) = weak.upgrade() {
-                feed.deliver(&change);
+                feed.deliver(change);
             }
         });
         let _ = feed.follower.set(follower);
@@ -88,16 +165,21 @@ impl Feeds {
 
     /// The `binlog_*` figures: `binlog_feeds` (replica connections open), then, over them,
     /// `binlog_connected` (1 when every stream flows), `binlog_lag_ms` (the largest),
-    /// `binlog_events` and `binlog_reconnects` (sums). Nothing without a follower.
+    /// `binlog_events`, `binlog_reconnects`, `binlog_rechecks` and `binlog_rechecks_dropped`
+    /// (sums). Nothing without a follower.
     pub fn write_stats(&self, sink: &mut dyn StatSink) {
-        let stats: Vec<binlog::Stats> = self.feeds.lock().values().map(|f| f.stats()).collect();
-        if stats.is_empty() {
+        let feeds: Vec<Arc<Feed>> = self.feeds.lock().values().cloned().collect();
+        if feeds.is_empty() {
             return;
         }
+        let stats: Vec<binlog::Stats> = feeds.iter().map(|f| f.stats()).collect();
+        let sum = |f: fn(&Feed) -> &AtomicU64| feeds.iter().map(|x| f(x).load(Ordering::Relaxed)).sum::<u64>();
         sink.stat("binlog_feeds", Kind::Gauge, &stats.len());
         sink.stat("binlog_connected", Kind::Gauge, &u64::from(stats.iter().all(|s| s.connected)));
         sink.stat("binlog_lag_ms", Kind::Gauge, &stats.iter().map(|s| s.lag_ms).max().unwrap_or(0));
         sink.stat("binlog_events", Kind::Counter, &stats.iter().map(|s| s.events).sum::<u64>());
         sink.stat("binlog_reconnects", Kind::Counter, &stats.iter().map(|s| s.reconnects).sum::<u64>());
+        sink.stat("binlog_rechecks", Kind::Counter, &sum(|f| &f.rechecks));
+        sink.stat("binlog_rechecks_dropped", Kind::Counter, &sum(|f| &f.rechecks_dropped));
     }
 }

@@ -91,6 +91,7 @@ impl Shared {
     pub fn new(cfg: Config, engine: Engine, disk: Option<Arc<DiskTier>>) -> Shared {
         let cfg_delimiter = cfg.prefix_delimiter as u8;
         let cfg_detail = cfg.prefix_delimiter_set;
+        let cfg_server_id = cfg.mysql.server_id();
         let workers = (0..cfg.threads).map(|_| Arc::new(WorkerStats::default())).collect();
         Shared {
             verbose: AtomicU32::new(cfg.verbose),
@@ -107,7 +108,7 @@ impl Shared {
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
-            feeds: Arc::default(),
+            feeds: Arc::new(crate::feeds::Feeds::new(cfg_server_id)),
             invalidate: None,
             sql: None,
             mysql: None,

@@ -35,8 +35,9 @@ pub struct MysqlConfig {
     pub user: Option<String>,
     /// `--mysql-password-file FILE` (else env `SQLCACHED_MYSQL_PASSWORD`).
     pub password_file: Option<String>,
-    /// `--mysql-server-id N`: replica server id of the binlog connection.
-    pub server_id: u32,
+    /// `--mysql-server-id N`: replica server id of the binlog connections (None: a random
+    /// one per start, see [`MysqlConfig::server_id`]).
+    pub server_id: Option<u32>,
     /// `--query-cache-size BYTES`: memory for cached results.
     pub cache_size: usize,
     /// `--query-cache-limit BYTES`: largest cacheable result.
@@ -66,7 +67,7 @@ impl Default for MysqlConfig {
             backend: None,
             user: None,
             password_file: None,
-            server_id: 0x5c51,
+            server_id: None,
             cache_size: 64 * 1024 * 1024,
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
@@ -119,10 +120,11 @@ impl MysqlConfig {
                 }
             }
             "mysql-server-id" => {
-                self.server_id = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
-                if self.server_id == 0 {
+                let id: u32 = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
+                if id == 0 {
                     return Err("--mysql-server-id must be at least 1".into());
                 }
+                self.server_id = Some(id);
             }
             "mysql-connect-timeout" | "mysql-net-read-timeout" => {
                 let secs: u64 = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
@@ -180,6 +182,26 @@ impl MysqlConfig {
         Ok(())
     }
 
+    /// The replica server id of this process's binlog connections: `--mysql-server-id`, else
+    /// one drawn at random once per process (2^30 and up, away from the small ids servers
+    /// use), so several sqlcached nodes on one backend never share an id: MariaDB keeps one
+    /// connection per id and drops the other (nodes that all run as PID 1 in containers
+    /// would collide on a PID-derived id).
+    pub fn server_id(&self) -> u32 {
+        static RANDOM: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        self.server_id.unwrap_or_else(|| {
+            *RANDOM.get_or_init(|| {
+                use std::hash::{BuildHasher, Hasher};
+                let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                h.write_u32(std::process::id());
+                h.write_u128(
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+                );
+                0x4000_0000 | (h.finish() as u32 & 0x3FFF_FFFF)
+            })
+        })
+    }
+
     /// The password of `--mysql-user`: the first line of `--mysql-password-file`, else
     /// `SQLCACHED_MYSQL_PASSWORD`, else empty.
     pub fn password(&self) -> std::io::Result<String> {
@@ -199,7 +221,8 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
                           the proxy caches nothing); password from --mysql-password-file or
                           the environment variable SQLCACHED_MYSQL_PASSWORD
 --mysql-password-file=<f> file whose first line is --mysql-user's password
---mysql-server-id=<n>     replica server id of the binlog connection (default: 23633)
+--mysql-server-id=<n>     replica server id of the binlog connections (default: a random
+                          id per start, 2^30 and up; unique among the backend's replicas)
 --mysql-connect-timeout=<s>  a client's login must be complete within s seconds, else it
                           is closed with ERROR 1043 Bad handshake (default: 10, as MariaDB's
                           connect_timeout)

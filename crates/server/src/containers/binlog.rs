@@ -20,7 +20,7 @@ use ::binlog::{Change, Value};
 use engine::Engine;
 use sql_containers::MysqlLogin;
 
-use crate::feeds::Feeds;
+use crate::feeds::{Feeds, Pass};
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {
@@ -47,8 +47,9 @@ fn key_bytes(v: &Value) -> Option<Vec<u8>> {
     }
 }
 
-/// Applies one change to the memory copies.
-pub fn apply(watched: &[Watched], change: &Change) {
+/// Applies one change to the memory copies (`counted`: the first delivery, not a recheck,
+/// which drops the same keys again uncounted).
+pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
     let same =
         |w: &Watched, db: &str, table: &str| w.db.eq_ignore_ascii_case(db) && w.table.eq_ignore_ascii_case(table);
     match change {
@@ -58,7 +59,9 @@ pub fn apply(watched: &[Watched], change: &Change) {
                     Some(i) => {
                         for k in rows.iter().filter_map(|r| r.get(i).and_then(key_bytes)) {
                             w.cache.access(&k).remove();
-                            w.stats.invalidated(1);
+                            if counted {
+                                w.stats.invalidated(1);
+                            }
                         }
                     }
                     None => flush(w),
@@ -88,9 +91,9 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
         backend: login.address,
         user: login.user,
         password: login.password,
-        // Distinct from the server's own id and from other sqlcached processes'.
-        server_id: 0x5C00_0000 | (std::process::id() & 0xFF_FFFF),
+        server_id: feeds.server_id,
         start: None,
     };
-    feeds.subscribe(cfg, "the caching containers", Box::new(move |change| apply(&watched, change)));
+    let sink: crate::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
+    feeds.subscribe(cfg, "the caching containers", true, sink);
 }

@@ -217,11 +217,13 @@ pub fn start(
         backend: login.backend.clone(),
         user: login.user.clone(),
         password: login.password.clone(),
-        server_id: cfg.mysql.server_id,
+        server_id: cfg.mysql.server_id(),
         start,
     };
     let sink_rules = rules.clone();
-    let feed = feeds.subscribe(config, "the --invalidate rules", Box::new(move |change| sink_rules.apply(change)));
+    // No rechecks: the hold already refuses fills made before the commit was visible.
+    let sink: crate::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
+    let feed = feeds.subscribe(config, "the --invalidate rules", false, sink);
     if let Some(d) = dir {
         let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));
     }

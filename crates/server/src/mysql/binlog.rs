@@ -7,6 +7,8 @@
 use std::sync::Arc;
 
 use binlog::Change;
+
+use crate::feeds::Pass;
 use querycache::types::Invalidation;
 
 use super::start::SharedCache;
@@ -46,7 +48,14 @@ pub fn action(change: &Change) -> Action {
 pub fn sink(cache: Arc<SharedCache>, backend: String) -> crate::feeds::Sink {
     // (connected, reason of the outage already logged)
     let state = std::sync::Mutex::new((false, None::<String>));
-    Box::new(move |change| {
+    Box::new(move |change, pass| {
+        if pass == Pass::Recheck {
+            // The same rows again: drop what a fill read before the commit was visible.
+            if let Action::Invalidate(inv) = action(change) {
+                cache.qc.invalidate(&inv, querycache::types::Source::Recheck);
+            }
+            return;
+        }
         match change {
             Change::Disconnected { reason } => {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());

@@ -52,8 +52,8 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Sha
         .prefer_socket(false);
     super::metadata::spawn(cache.clone(), opts.into())?;
     let sink = super::binlog::sink(cache.clone(), backend.clone());
-    let config = binlog::Config { backend, user, password, server_id: cfg.server_id, start: None };
-    feeds.subscribe(config, "the query cache", sink);
+    let config = binlog::Config { backend, user, password, server_id: cfg.server_id(), start: None };
+    feeds.subscribe(config, "the query cache", true, sink);
     Ok(Some(cache))
 }
 
