@@ -51,6 +51,9 @@ pub enum FillStart {
     Leader(Fill),
     /// An identical miss is in flight: await [`Waiter::wait`].
     Follower(Waiter),
+    /// Inside a transaction whose snapshot may predate a change to these tables: query the
+    /// backend and store nothing.
+    Bypass,
 }
 
 /// A leader's right to store one result.
@@ -192,14 +195,26 @@ impl QueryCache {
         out
     }
 
-    fn versions(&self, tables: &[TableName]) -> Vec<u64> {
+    /// The epoch and the tables' versions a fill starts from; None if `since` is given and
+    /// one of the tables was invalidated after it (checked under the same locks).
+    fn versions(&self, tables: &[TableName], since: Option<u64>) -> Option<Vec<u64>> {
         let mut l = self.index.lock(tables.iter());
         let mut v = Vec::with_capacity(tables.len() + 1);
         v.push(self.epoch.load(Ordering::Acquire));
         for t in tables {
-            v.push(l.state(&self.index, t).version);
+            let st = l.state(&self.index, t);
+            if since.is_some_and(|s| st.seq > s) {
+                return None;
+            }
+            v.push(st.version);
         }
-        v
+        Some(v)
+    }
+
+    /// The invalidation sequence now (a transaction's reads fill only from tables not
+    /// invalidated since the sequence at its start).
+    pub(crate) fn seq(&self) -> u64 {
+        self.index.seq()
     }
 
     /// Start filling `key` after a miss: the first miss leads (queries the backend),
@@ -208,7 +223,10 @@ impl QueryCache {
         let mut tables: Vec<TableName> = tags.0.iter().map(|t| t.table.clone()).collect();
         tables.sort();
         tables.dedup();
-        let versions = self.versions(&tables);
+        let Some(versions) = self.versions(&tables, key.fill_since) else {
+            bump(&self.counters.fills_refused);
+            return FillStart::Bypass;
+        };
         let shard = u64::from_le_bytes(key.hash[8..].try_into().expect("8 bytes")) as usize % FLIGHT_SHARDS;
         let mut fl = self.flights[shard].lock();
         if let Some(f) = fl.get(&key.hash) {
@@ -432,5 +450,5 @@ pub(crate) fn make_key(
     b.extend_from_slice(params);
     b.push(deprecate_eof as u8);
     let hash = hash128(&b);
-    Key { bytes: b, hash, digest: 0 }
+    Key { bytes: b, hash, digest: 0, fill_since: None }
 }

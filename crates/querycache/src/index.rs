@@ -23,6 +23,9 @@ const NARROW: u64 = 1 << 20;
 #[derive(Default)]
 pub(crate) struct TableState {
     pub version: u64,
+    /// The index's invalidation sequence at this table's last invalidation, or at the
+    /// state's creation (an invalidation may have come just before, while it had no state).
+    pub seq: u64,
     table_level: HashSet<Hk>,
     points: HashMap<i64, Vec<Hk>>,
     /// Narrow ranges by (lo, entry) → hi.
@@ -137,6 +140,8 @@ pub(crate) struct Index {
     shards: Box<[Shard]>,
     refs: AtomicUsize,
     max_refs: usize,
+    /// Goes up with every invalidation (for fills inside transactions: see `TableState::seq`).
+    seq: std::sync::atomic::AtomicU64,
 }
 
 /// Locked shards, in index order.
@@ -149,7 +154,7 @@ impl<'a> Locked<'a> {
     pub fn state(&mut self, ix: &Index, t: &TableName) -> &mut TableState {
         let s = ix.shard_of(t);
         let g = self.guards.iter_mut().find(|(i, _)| *i == s).expect("shard locked");
-        g.1.entry(t.clone()).or_default()
+        g.1.entry(t.clone()).or_insert_with(|| TableState { seq: ix.seq(), ..Default::default() })
     }
 
     /// The state of `t`, if it has one.
@@ -167,7 +172,12 @@ impl<'a> Locked<'a> {
 
 impl Index {
     pub fn new(max_refs: usize) -> Index {
-        Index { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), refs: AtomicUsize::new(0), max_refs }
+        Index {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            refs: AtomicUsize::new(0),
+            max_refs,
+            seq: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     fn shard_of(&self, t: &TableName) -> usize {
@@ -208,8 +218,10 @@ impl Index {
     /// A table without state has no entries and no fill in flight: nothing to do (so
     /// writes to arbitrary table names do not grow the index).
     pub fn invalidate(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&[i64]>, out: &mut Vec<Hk>) {
+        let seq = self.next_seq();
         let Some(st) = l.existing(self, t) else { return };
         st.version += 1;
+        st.seq = seq;
         let freed = match keys {
             Some(k) => st.drain_keys(k, out),
             None => st.drain_all(out),
@@ -220,10 +232,12 @@ impl Index {
     /// Invalidate every table of `db` (all shards must be locked).
     pub fn invalidate_db(&self, l: &mut Locked<'_>, db: &str, out: &mut Vec<Hk>) {
         let mut freed = 0;
+        let seq = self.next_seq();
         for m in l.maps() {
             for (t, st) in m.iter_mut() {
                 if &*t.db == db {
                     st.version += 1;
+                    st.seq = seq;
                     freed += st.drain_all(out);
                 }
             }
@@ -234,14 +248,25 @@ impl Index {
     /// Drop every reference (all shards must be locked); versions go up.
     pub fn clear(&self, l: &mut Locked<'_>) {
         let mut sink = Vec::new();
+        let seq = self.next_seq();
         for m in l.maps() {
             for st in m.values_mut() {
                 st.version += 1;
+                st.seq = seq;
                 st.drain_all(&mut sink);
                 sink.clear();
             }
         }
         self.refs.store(0, Ordering::Relaxed);
+    }
+
+    /// The invalidation sequence now.
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// References held (for tests and stats).

@@ -6,7 +6,7 @@
 //!
 //! # API
 //! ```text
-//! QueryCache::new(Config { size, limit, mode })           Mode::{On, Demand, Off}
+//! QueryCache::new(Config { size, limit, mode, in_transactions })  Mode::{On, Demand, Off}
 //! cache.session(user, db, charset, capabilities) -> Session   (one per client connection;
 //!                                                      capabilities: u64, MariaDB ext. caps in bits 32..)
 //! cache.on_query(&mut s, sql) -> Plan                   COM_QUERY
@@ -63,7 +63,7 @@ pub mod types;
 mod writes;
 
 pub use cache::{Fill, FillStart, QueryCache};
-pub use config::{Config, Mode};
+pub use config::{Config, InTransactions, Mode};
 pub use digests::{DigestStats, Outcome};
 pub use effects::{Effects, EffectsBuilder, Follow};
 pub use flight::Waiter;

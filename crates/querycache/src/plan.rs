@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::analyze::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
 use crate::ast::{Cons, KeyPred, RelName, SlotRef};
 use crate::cache::{make_key, QueryCache, MAX_KEY};
-use crate::config::Mode;
+use crate::config::{InTransactions, Mode};
 use crate::digests::Outcome;
 use crate::lexer::{self, Slot, SlotValue};
 use crate::session::{Change, Session, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
@@ -238,6 +238,10 @@ impl QueryCache {
                 return self.write_plan(s, vec![Invalidation::All], false);
             }
         }
+        if !s.in_txn {
+            s.stmt_seq = self.seq();
+        }
+        s.pending_read_only = matches!(a.kind, Kind::Txn) && starts_read_only(v.text);
         match &a.kind {
             Kind::Read(_) | Kind::NotCacheable(_) if malformed => {
                 *why = "malformed statement or unknown sql_mode";
@@ -331,9 +335,21 @@ impl QueryCache {
         if let Some(r) = s.disabled {
             return Err(r);
         }
-        if s.in_transaction() {
-            return Err("in a transaction");
-        }
+        let fill_since = if s.in_transaction() {
+            if s.txn_wrote() {
+                return Err("after a write in this transaction");
+            }
+            match self.cfg.in_transactions {
+                InTransactions::Never => return Err("in a transaction"),
+                InTransactions::ReadOnly if !(s.in_txn && s.txn_read_only) => {
+                    return Err("in a read-write transaction (--query-cache-in-transactions read-only)")
+                }
+                // The transaction's snapshot is taken at or after its first statement.
+                _ => Some(if s.in_txn { s.txn_seq.unwrap_or(s.stmt_seq) } else { s.stmt_seq }),
+            }
+        } else {
+            None
+        };
         if self.cfg.mode == Mode::Demand && !r.sql_cache {
             return Err("no SQL_CACHE (DEMAND mode)");
         }
@@ -361,7 +377,8 @@ impl QueryCache {
             return Err("statement too long");
         }
         // A prepared statement's tables resolve against the database it was prepared in.
-        let key = make_key(&s.prefix, binary, db.map(|d| d.as_bytes()), v.text, raw_params, s.deprecate_eof());
+        let mut key = make_key(&s.prefix, binary, db.map(|d| d.as_bytes()), v.text, raw_params, s.deprecate_eof());
+        key.fill_since = fill_since;
         Ok(Plan::Cached { key, tags: Tags(tags) })
     }
 
@@ -436,8 +453,17 @@ impl QueryCache {
         if let Some(c) = change {
             s.apply(c);
         }
+        let was_in_txn = s.in_txn;
         s.in_txn = status_flags & SERVER_STATUS_IN_TRANS != 0;
         s.autocommit = status_flags & SERVER_STATUS_AUTOCOMMIT != 0;
+        let read_only = std::mem::take(&mut s.pending_read_only);
+        if s.in_txn && !was_in_txn {
+            s.txn_seq = Some(s.stmt_seq);
+            s.txn_read_only = read_only;
+        } else if !s.in_txn {
+            s.txn_seq = None;
+            s.txn_read_only = false;
+        }
         // The IN_TRANS flag (also set under autocommit=0 once a statement ran) tells
         // when the transaction ends.
         if s.in_txn {
@@ -457,6 +483,9 @@ impl QueryCache {
         }
         s.pending_change = None;
         s.in_txn = false;
+        s.txn_seq = None;
+        s.txn_read_only = false;
+        s.pending_read_only = false;
     }
 
     /// Forget the registry's knowledge of what `invs` name (after DDL).
@@ -470,5 +499,49 @@ impl QueryCache {
                 Invalidation::All => self.schema.clear(),
             }
         }
+    }
+}
+
+/// Whether a transaction statement is `START TRANSACTION ... READ ONLY` (comments skipped).
+fn starts_read_only(sql: &[u8]) -> bool {
+    let mut words: Vec<Vec<u8>> = Vec::new();
+    let mut i = 0;
+    let mut word = Vec::new();
+    while i < sql.len() {
+        if sql[i..].starts_with(b"/*") {
+            i = sql[i..].windows(2).position(|w| w == b"*/").map_or(sql.len(), |p| i + p + 2);
+        } else if sql[i..].starts_with(b"--") || sql[i] == b'#' {
+            i = sql[i..].iter().position(|&b| b == b'\n').map_or(sql.len(), |p| i + p);
+        } else {
+            if sql[i].is_ascii_alphanumeric() || sql[i] == b'_' {
+                word.push(sql[i].to_ascii_uppercase());
+            } else if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            i += 1;
+            continue;
+        }
+        if !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words.first().is_some_and(|w| w == b"START") && words.windows(2).any(|w| w[0] == b"READ" && w[1] == b"ONLY")
+}
+
+#[cfg(test)]
+mod txn_tests {
+    use super::starts_read_only;
+
+    #[test]
+    fn read_only_starts() {
+        assert!(starts_read_only(b"START TRANSACTION READ ONLY"));
+        assert!(starts_read_only(b"start transaction with consistent snapshot, read only"));
+        assert!(!starts_read_only(b"START TRANSACTION /* READ ONLY */"));
+        assert!(!starts_read_only(b"START TRANSACTION READ WRITE"));
+        assert!(!starts_read_only(b"BEGIN"));
+        assert!(!starts_read_only(b"START TRANSACTION -- READ ONLY\n"));
     }
 }

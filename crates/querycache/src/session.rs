@@ -42,6 +42,15 @@ pub struct Session {
     pub(crate) pending_ddl: bool,
     /// Writes of the open transaction, invalidated again when it ends.
     pub(crate) txn_writes: Vec<Invalidation>,
+    /// The index's invalidation sequence when the last statement outside a transaction was
+    /// planned (the start of the transaction it may open).
+    pub(crate) stmt_seq: u64,
+    /// The open transaction's start (its reads fill only from tables not invalidated since).
+    pub(crate) txn_seq: Option<u64>,
+    /// The open transaction was started `START TRANSACTION READ ONLY`.
+    pub(crate) txn_read_only: bool,
+    /// The statement in flight is a `START TRANSACTION ... READ ONLY`.
+    pub(crate) pending_read_only: bool,
     /// The lexical flags of the session's `sql_mode` (NO_BACKSLASH_ESCAPES, ANSI_QUOTES);
     /// None once it was set to something the proxy cannot read (every write then
     /// invalidates everything).
@@ -71,6 +80,10 @@ impl Session {
             pending_write: Vec::new(),
             pending_ddl: false,
             txn_writes: Vec::new(),
+            stmt_seq: 0,
+            txn_seq: None,
+            txn_read_only: false,
+            pending_read_only: false,
             lex: Some(lex),
             last_digest: 0,
         };
@@ -130,6 +143,11 @@ impl Session {
     /// Whether the backend reported an open transaction (or autocommit off).
     pub fn in_transaction(&self) -> bool {
         self.in_txn || !self.autocommit
+    }
+
+    /// Whether the open transaction has written (or is writing): its reads go to the backend.
+    pub(crate) fn txn_wrote(&self) -> bool {
+        !self.txn_writes.is_empty() || !self.pending_write.is_empty()
     }
 
     /// Whether replies use an OK packet instead of EOF (CLIENT_DEPRECATE_EOF).

@@ -106,6 +106,9 @@ pub struct Key {
     /// The statement's row in the digest table (0: none), stored with the result so an
     /// invalidation can say whose results it dropped.
     pub(crate) digest: u64,
+    /// A read inside a transaction: fill only if none of its tables was invalidated since
+    /// this index sequence (the transaction's start; its snapshot may predate later commits).
+    pub(crate) fill_since: Option<u64>,
 }
 
 impl Key {

@@ -17,7 +17,7 @@ fn plan(c: &querycache::QueryCache, s: &mut querycache::Session, sql: &str) -> (
 fn leader(f: FillStart) -> querycache::Fill {
     match f {
         FillStart::Leader(f) => f,
-        FillStart::Follower(_) => panic!("expected leader"),
+        FillStart::Follower(_) | FillStart::Bypass => panic!("expected leader"),
     }
 }
 
@@ -60,7 +60,7 @@ fn identical_concurrent_misses_share_one_query() {
     let waiters: Vec<_> = (0..4)
         .map(|_| match c.begin_fill(&key, &tags) {
             FillStart::Follower(w) => w,
-            FillStart::Leader(_) => panic!("second miss must follow"),
+            FillStart::Leader(_) | FillStart::Bypass => panic!("second miss must follow"),
         })
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -145,7 +145,12 @@ fn replies_that_are_not_stored() {
         read(&c, &mut s, &sql, reply);
         assert!(!read(&c, &mut s, &sql, reply).1, "{why} must not be stored");
     }
-    let small = querycache::QueryCache::new(querycache::Config { size: 1 << 20, limit: 100, mode: Mode::On });
+    let small = querycache::QueryCache::new(querycache::Config {
+        size: 1 << 20,
+        limit: 100,
+        mode: Mode::On,
+        ..Default::default()
+    });
     small.schema().set_table("sbtest", "sbtest1", querycache::TableInfo::base(vec![]));
     let mut s = session(&small);
     read(&small, &mut s, "SELECT c FROM sbtest1", &rows(&"y".repeat(200)));

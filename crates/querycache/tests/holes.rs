@@ -171,8 +171,12 @@ fn prepared_statements_key_on_their_database() {
 fn plain_inserts_call_nothing_before_functions_are_known() {
     // Before the metadata task has loaded the stored functions, any non-builtin call
     // counts as one (and turns caching off for good): `VALUES (` must not look like a call.
-    let c =
-        querycache::QueryCache::new(querycache::Config { size: 1 << 24, limit: 1 << 20, mode: querycache::Mode::On });
+    let c = querycache::QueryCache::new(querycache::Config {
+        size: 1 << 24,
+        limit: 1 << 20,
+        mode: querycache::Mode::On,
+        ..Default::default()
+    });
     let mut s = session(&c);
     for sql in [
         "INSERT INTO t3 (id, c) VALUES (1, 'a')",

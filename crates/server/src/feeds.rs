@@ -18,8 +18,8 @@
 //! that long. The `--invalidate` rules do not need it: their hold refuses such fills.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,11 @@ pub struct Feed {
     /// Each sink, and whether it wants rechecks.
     sinks: RwLock<Vec<(Sink, bool)>>,
     connected: AtomicBool,
-    recheck: Mutex<Option<SyncSender<(Instant, Change)>>>,
+    /// The recheck queue (started with the first sink that wants rechecks; a channel that
+    /// grows on demand, bounded by `waiting`).
+    recheck: Mutex<Option<Sender<(Instant, Change)>>>,
+    /// Row changes waiting for their recheck.
+    waiting: AtomicUsize,
     /// Row changes delivered a second time.
     pub rechecks: AtomicU64,
     /// Rechecks dropped because too many waited.
@@ -78,16 +82,34 @@ impl Feed {
             s(&change, Pass::First);
         }
         if matches!(change, Change::Rows { .. }) && sinks.iter().any(|(_, r)| *r) {
-            if let Some(tx) = self.recheck.lock().as_ref() {
-                if let Err(TrySendError::Full(_)) = tx.try_send((Instant::now() + RECHECK, change)) {
-                    if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
-                        log::warn!(
-                            "binlog of {}: more than {RECHECK_QUEUE} row changes waiting for their recheck: \
-                             dropping rechecks (binlog_rechecks_dropped)",
-                            self.backend
-                        );
-                    }
+            if self.waiting.load(Ordering::Relaxed) >= RECHECK_QUEUE {
+                if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                    log::warn!(
+                        "binlog of {}: more than {RECHECK_QUEUE} row changes waiting for their recheck: \
+                         dropping rechecks (binlog_rechecks_dropped)",
+                        self.backend
+                    );
                 }
+            } else if let Some(tx) = self.recheck.lock().as_ref() {
+                if tx.send((Instant::now() + RECHECK, change)).is_ok() {
+                    self.waiting.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Starts the recheck thread, once.
+    fn start_rechecks(self: &Arc<Self>) {
+        let mut slot = self.recheck.lock();
+        if slot.is_some() {
+            return;
+        }
+        let (tx, rx) = channel();
+        let weak = Arc::downgrade(self);
+        match std::thread::Builder::new().name("sqlcached-recheck".into()).spawn(move || Feed::rechecker(weak, rx)) {
+            Ok(_) => *slot = Some(tx),
+            Err(e) => {
+                log::error!("binlog of {}: no recheck thread ({e}): row changes are delivered once", self.backend)
             }
         }
     }
@@ -102,6 +124,7 @@ impl Feed {
             for (s, _) in feed.sinks.read().iter().filter(|(_, r)| *r) {
                 s(&change, Pass::Recheck);
             }
+            feed.waiting.fetch_sub(1, Ordering::Relaxed);
             feed.rechecks.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -128,6 +151,9 @@ impl Feeds {
         let mut feeds = self.feeds.lock();
         if let Some(feed) = feeds.get(&key) {
             log::info!("binlog of {}: {who} shares the replica connection already open", feed.backend);
+            if recheck {
+                feed.start_rechecks();
+            }
             let mut sinks = feed.sinks.write();
             if feed.connected.load(Ordering::Relaxed) {
                 sink(&Change::Connected, Pass::First);
@@ -135,24 +161,20 @@ impl Feeds {
             sinks.push((sink, recheck));
             return feed.clone();
         }
-        let (tx, rx) = sync_channel(RECHECK_QUEUE);
         let feed = Arc::new(Feed {
             backend: config.backend.clone(),
             follower: OnceLock::new(),
             sinks: RwLock::new(vec![(sink, recheck)]),
             connected: AtomicBool::new(false),
-            recheck: Mutex::new(Some(tx)),
+            recheck: Mutex::new(None),
+            waiting: AtomicUsize::new(0),
             rechecks: AtomicU64::new(0),
             rechecks_dropped: AtomicU64::new(0),
         });
-        let weak: Weak<Feed> = Arc::downgrade(&feed);
-        let w = weak.clone();
-        if let Err(e) =
-            std::thread::Builder::new().name("sqlcached-recheck".into()).spawn(move || Feed::rechecker(w, rx))
-        {
-            log::error!("binlog of {}: no recheck thread ({e}): row changes are delivered once", feed.backend);
-            *feed.recheck.lock() = None;
+        if recheck {
+            feed.start_rechecks();
         }
+        let weak: Weak<Feed> = Arc::downgrade(&feed);
         let follower = Follower::spawn(config, move |change| {
             if let Some(feed) = weak.upgrade() {
                 feed.deliver(change);

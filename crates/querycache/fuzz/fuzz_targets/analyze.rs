@@ -10,7 +10,7 @@ use querycache::{Config, FillStart, Mode, Param, PkColumn, Plan, QueryCache, Tab
 fn cache() -> &'static QueryCache {
     static C: OnceLock<QueryCache> = OnceLock::new();
     C.get_or_init(|| {
-        let c = QueryCache::new(Config { size: 4 << 20, limit: 1 << 16, mode: Mode::On });
+        let c = QueryCache::new(Config { size: 4 << 20, limit: 1 << 16, mode: Mode::On, ..Config::default() });
         let id = vec![PkColumn { name: "id".into(), integer: true }];
         for t in ["t", "t1", "sbtest1"] {
             c.schema().set_table("db", t, TableInfo::base(id.clone()));

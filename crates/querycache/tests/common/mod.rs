@@ -1,12 +1,17 @@
 //! Shared helpers for the query cache tests.
 #![allow(dead_code)]
 
-use querycache::{Config, Mode, PkColumn, Plan, QueryCache, Session, TableInfo};
+use querycache::{Config, InTransactions, Mode, PkColumn, Plan, QueryCache, Session, TableInfo};
 
 /// A cache with sbtest.sbtest1 (id INT primary key), sbtest.t2 (no integer key),
 /// sbtest.v1 (a view), sbtest.t3 (id primary key) known to the registry.
 pub fn cache_with(mode: Mode, size: usize) -> QueryCache {
-    let c = QueryCache::new(Config { size, limit: 1 << 20, mode });
+    cache_with_policy(mode, size, InTransactions::ReadOnly)
+}
+
+/// [`cache_with`], with a policy for reads inside transactions.
+pub fn cache_with_policy(mode: Mode, size: usize, in_transactions: InTransactions) -> QueryCache {
+    let c = QueryCache::new(Config { size, limit: 1 << 20, mode, in_transactions });
     let id = || vec![PkColumn { name: "id".into(), integer: true }];
     c.schema().set_table("sbtest", "sbtest1", TableInfo::base(id()));
     c.schema().set_table("sbtest", "t3", TableInfo::base(id()));
@@ -73,6 +78,7 @@ pub fn read(c: &QueryCache, s: &mut Session, sql: &str, backend: &[u8]) -> (Vec<
             match c.begin_fill(&key, &tags) {
                 querycache::FillStart::Leader(f) => c.finish_fill(f, Some(backend)),
                 querycache::FillStart::Follower(_) => panic!("no concurrent fill in this test"),
+                querycache::FillStart::Bypass => {}
             }
             c.on_reply(s, 0x0002, true);
             (backend.to_vec(), false)

@@ -44,6 +44,8 @@ pub struct MysqlConfig {
     pub cache_limit: usize,
     /// `--query-cache-type ON|DEMAND|OFF`.
     pub cache_type: CacheType,
+    /// `--query-cache-in-transactions never|read-only|until-write`.
+    pub in_transactions: querycache::config::InTransactions,
     /// `--mysql-connect-timeout SECS`: the whole login must be done within it (MariaDB's
     /// `connect_timeout`).
     pub connect_timeout: std::time::Duration,
@@ -71,6 +73,7 @@ impl Default for MysqlConfig {
             cache_size: 64 * 1024 * 1024,
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
+            in_transactions: querycache::config::InTransactions::ReadOnly,
             connect_timeout: std::time::Duration::from_secs(10),
             net_read_timeout: std::time::Duration::from_secs(30),
             tls_cert: None,
@@ -91,6 +94,7 @@ pub const FLAGS: &[&str] = &[
     "query-cache-size",
     "query-cache-limit",
     "query-cache-type",
+    "query-cache-in-transactions",
     "mysql-connect-timeout",
     "mysql-net-read-timeout",
     "mysql-tls-cert",
@@ -136,6 +140,11 @@ impl MysqlConfig {
                     "mysql-connect-timeout" => self.connect_timeout = d,
                     _ => self.net_read_timeout = d,
                 }
+            }
+            "query-cache-in-transactions" => {
+                self.in_transactions = querycache::config::InTransactions::parse(v).ok_or_else(|| {
+                    format!("--query-cache-in-transactions must be never, read-only or until-write, not '{v}'")
+                })?
             }
             "query-cache-size" => self.cache_size = size(v)?,
             "query-cache-limit" => self.cache_limit = size(v)?,
@@ -237,6 +246,10 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
 --query-cache-size=<num>  memory for cached results (k/m/g suffix, default: 64m)
 --query-cache-limit=<num> largest cacheable result (default: 1m)
 --query-cache-type=<t>    ON (default), DEMAND (only SELECT SQL_CACHE) or OFF
+--query-cache-in-transactions=<p> reads inside transactions: never, read-only (default:
+                          transactions started START TRANSACTION READ ONLY) or until-write
+                          (reads before the transaction's first write); a cached answer is
+                          the latest committed state (READ COMMITTED for that statement)
 "#;
 
 #[cfg(test)]

@@ -40,7 +40,12 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Sha
         );
     }
     let backend = cfg.backend.clone().unwrap_or_default();
-    let qc = QueryCache::new(Config { size: cfg.cache_size, limit: cfg.cache_limit, mode });
+    let qc = QueryCache::new(Config {
+        size: cfg.cache_size,
+        limit: cfg.cache_limit,
+        mode,
+        in_transactions: cfg.in_transactions,
+    });
     qc.set_online(false);
     let cache = Arc::new(SharedCache { qc });
     let (host, port) = split_host_port(&backend)?;

@@ -1,0 +1,89 @@
+//! Reads inside transactions (`--query-cache-in-transactions`): which are answered from the
+//! cache, and which fills are refused because the transaction's snapshot may be older than
+//! a change the cache has already seen.
+
+mod common;
+
+use common::{cache_with_policy, exec, read, rows};
+use querycache::{InTransactions, Invalidation, Mode, Source};
+
+const IN_TRANS: u16 = 0x0001 | 0x0002; // IN_TRANS | AUTOCOMMIT
+const OUT: u16 = 0x0002;
+const Q: &str = "SELECT c FROM sbtest1 WHERE id = 1";
+
+fn fresh(policy: InTransactions) -> (querycache::QueryCache, querycache::Session) {
+    let c = cache_with_policy(Mode::On, 8 << 20, policy);
+    let s = c.session("u", Some("sbtest"), 33, 0);
+    (c, s)
+}
+
+#[test]
+fn never_keeps_transactions_away_from_the_cache() {
+    let (c, mut s) = fresh(InTransactions::Never);
+    assert!(!read(&c, &mut s, Q, &rows("a")).1);
+    assert!(read(&c, &mut s, Q, &rows("a")).1, "cached outside a transaction");
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    assert!(!read(&c, &mut s, Q, &rows("a")).1, "inside: the backend answers");
+    exec(&c, &mut s, "COMMIT", OUT);
+    assert!(read(&c, &mut s, Q, &rows("a")).1);
+}
+
+#[test]
+fn read_only_answers_only_read_only_transactions() {
+    let (c, mut s) = fresh(InTransactions::ReadOnly);
+    read(&c, &mut s, Q, &rows("a"));
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    assert!(!read(&c, &mut s, Q, &rows("a")).1, "a read-write transaction");
+    exec(&c, &mut s, "COMMIT", OUT);
+    exec(&c, &mut s, "START TRANSACTION READ ONLY", IN_TRANS);
+    assert!(read(&c, &mut s, Q, &rows("a")).1, "a READ ONLY transaction is answered");
+    exec(&c, &mut s, "COMMIT", OUT);
+    exec(&c, &mut s, "START TRANSACTION /* READ ONLY */", IN_TRANS);
+    assert!(!read(&c, &mut s, Q, &rows("a")).1, "a comment is not a READ ONLY");
+}
+
+#[test]
+fn until_write_stops_at_the_first_write() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    read(&c, &mut s, Q, &rows("a"));
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    assert!(read(&c, &mut s, Q, &rows("a")).1, "before the first write: from the cache");
+    exec(&c, &mut s, "UPDATE sbtest1 SET c = 'b' WHERE id = 2", IN_TRANS);
+    // Own write visible: the backend answers, and nothing it says is stored.
+    assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 2", &rows("b (uncommitted)")).1);
+    exec(&c, &mut s, "ROLLBACK", OUT);
+    let mut other = c.session("u", Some("sbtest"), 33, 0);
+    assert!(
+        !read(&c, &mut other, "SELECT c FROM sbtest1 WHERE id = 2", &rows("a")).1,
+        "the uncommitted value was never stored for anyone"
+    );
+    assert!(read(&c, &mut s, Q, &rows("a")).1, "after the transaction: cached again");
+}
+
+#[test]
+fn a_fill_from_a_snapshot_older_than_an_invalidation_is_refused() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    // Another session commits a change the binlog reports while this transaction runs:
+    // the transaction's snapshot (repeatable read) still shows the old row.
+    c.invalidate(&Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![1] }, Source::Binlog);
+    assert!(!read(&c, &mut s, Q, &rows("old snapshot")).1);
+    exec(&c, &mut s, "COMMIT", OUT);
+    let mut other = c.session("u", Some("sbtest"), 33, 0);
+    let (reply, hit) = read(&c, &mut other, Q, &rows("new"));
+    assert!(!hit && reply == rows("new"), "the snapshot's row was not stored");
+    assert!(read(&c, &mut other, Q, &rows("new")).1);
+    // A transaction that began after the change fills normally.
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 3", &rows("x")).1);
+    assert!(read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 3", &rows("x")).1);
+}
+
+#[test]
+fn autocommit_off_statements_open_transactions() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    exec(&c, &mut s, "SET autocommit = 0", 0); // autocommit off, no transaction yet
+                                               // The read opens a transaction: answered and filled as its first statement.
+    assert!(!read(&c, &mut s, Q, &rows("a")).1);
+    assert!(read(&c, &mut s, Q, &rows("a")).1);
+}
