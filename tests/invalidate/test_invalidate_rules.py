@@ -389,3 +389,40 @@ cache_ttl = 3600
         assert mc(srv.port, "get @@kv.a") == b"VALUE @@kv.a 0 3\r\ntwo\r\nEND\r\n"
     finally:
         srv.stop()
+
+
+def test_rules_in_the_config_file(db, tmp_path):
+    """[[invalidate]] tables in --config (with hash = "md5"), and --check-config on them."""
+    pw = tmp_path / "pw"
+    pw.write_text(db.password + "\n")
+    cfg = tmp_path / "sqlcached.toml"
+    cfg.write_text(f"""
+mysql-backend = "{db.host}:{db.port}"
+mysql-user = "{db.user}"
+mysql-password-file = "{pw}"
+
+[[invalidate]]
+table = "shop.users"
+keys = ["user:{{id}}", "user_by_email:{{email|lower}}"]
+
+[[invalidate]]
+table = "shop.orders"
+keys = ["SELECT * FROM shop.orders WHERE id={{id}}"]
+hash = "md5"
+""")
+    p = subprocess.run(sqlcached_argv(free_port(), "--config", str(cfg), "--check-config"),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "ok:   --invalidate: 2 rule(s)" in p.stdout, p.stdout + p.stderr
+    srv = start_rules(db, extra=["--config", str(cfg)])
+    try:
+        import hashlib
+        key = hashlib.md5(b"SELECT * FROM shop.orders WHERE id=9031").hexdigest()
+        mc(srv.port, f"set {key} 0 0 1", b"v")
+        mc(srv.port, "set user:9031 0 0 1", b"v")
+        sql(db, "REPLACE INTO shop.orders VALUES (9031, 1, 5)")
+        sql(db, "REPLACE INTO shop.users VALUES (9031, 'Q@x.org', 'Q', 0)")
+        assert wait_gone(srv.port, key) is not None
+        assert wait_gone(srv.port, "user:9031") is not None
+        assert stats(srv.port)["invalidate_rules"] == 2
+    finally:
+        srv.stop()
