@@ -17,8 +17,9 @@
 #   on    : MariaDB directly, query cache on   (query_cache_size=$QC_SIZE, query_cache_type=ON)
 #   proxy : sqlcached's MySQL port (MariaDB's query cache off)
 # Workloads: oltp_point_select, and oltp_read_only (point, range, sum, order and distinct range
-# selects) with --skip_trx=on for all three configs (reads in an explicit transaction go to the
-# backend by design; MariaDB's cache would serve them). sysbench's default skewed distribution
+# selects) with --skip_trx=on for all three configs (reads in a read-write transaction go to the
+# backend unless PROXY_ARGS="--query-cache-in-transactions until-write"; MariaDB's cache would
+# serve them; SKIP_TRX=off keeps sysbench's BEGIN/COMMIT). sysbench's default skewed distribution
 # (--rand-type=special), --db-ps-mode=$PS_MODE (auto: server-side prepared statements).
 # Reported per point: qps, p95 latency (sysbench), hit ratio over the point's run:
 #   MariaDB QC: ΔQcache_hits / (ΔQcache_hits + ΔCom_select)

@@ -94,8 +94,15 @@ def test_view(proxy, pc, dc):
 
 
 def test_explicit_transaction(proxy, pc):
+    """Read-write transactions go to the backend with the default --query-cache-in-transactions
+    (read-only); START TRANSACTION READ ONLY is answered from the cache (test_transactions.py)."""
     sql = "SELECT v FROM qc.t WHERE id = 5"
-    for begin in ["BEGIN", "START TRANSACTION", "START TRANSACTION READ ONLY", "START TRANSACTION WITH CONSISTENT SNAPSHOT"]:
+    until_hit(proxy, pc, sql)
+    q(pc, "START TRANSACTION READ ONLY")
+    _, d = run_counted(proxy, pc, sql)
+    q(pc, "COMMIT")
+    assert d["Qcache_hits"] == 1, d
+    for begin in ["BEGIN", "START TRANSACTION", "START TRANSACTION READ WRITE", "START TRANSACTION WITH CONSISTENT SNAPSHOT"]:
         until_hit(proxy, pc, sql)
         q(pc, begin)
         for _ in range(2):
