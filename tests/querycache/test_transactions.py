@@ -141,3 +141,23 @@ def test_snapshot_older_than_a_seen_change_is_not_stored(proxies, mariadb):
     finally:
         c.close()
         other.close()
+
+
+def test_hits_carry_the_sessions_transaction_status(proxies):
+    """A result stored outside a transaction and served inside one (and the reverse) says
+    what the session's state is: SERVER_STATUS_IN_TRANS as MariaDB would (drivers read it)."""
+    px = proxies["until-write"]
+    c = px.connect("qc")
+    try:
+        sql = "SELECT v FROM qc.tx WHERE id = 7"
+        until_hit(px, c, sql)
+        assert not c.server_status & 1
+        exec_(c, "BEGIN")
+        assert hit(px, c, sql) == ((("t7",),), True)
+        assert c.server_status & 1, "a hit inside a transaction says IN_TRANS"
+        assert q(c, "SELECT v FROM qc.tx WHERE id = 8") == (("t8",),)  # filled inside the transaction
+        exec_(c, "COMMIT")
+        assert until_hit(px, c, "SELECT v FROM qc.tx WHERE id = 8") == (("t8",),)
+        assert not c.server_status & 1, "a hit outside says no transaction, whoever filled it"
+    finally:
+        c.close()

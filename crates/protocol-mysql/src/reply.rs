@@ -288,9 +288,16 @@ pub fn status_of(payload: &[u8], deprecate_eof: bool) -> (u16, u16) {
 /// must not trust an unreadable reply, such as the query cache deciding what to store).
 pub fn read_status(payload: &[u8], deprecate_eof: bool) -> Option<(u16, u16)> {
     let u16_at = |i: usize| payload.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let at = status_offset(payload, deprecate_eof)?;
+    let warnings = if payload.first() == Some(&0xfe) && !deprecate_eof { u16_at(1)? } else { u16_at(at + 2)? };
+    Some((u16_at(at)?, warnings))
+}
+
+/// Where the status flags (2 bytes, little-endian) of an OK or EOF payload start.
+pub fn status_offset(payload: &[u8], deprecate_eof: bool) -> Option<usize> {
     if payload.first() == Some(&0xfe) && !deprecate_eof {
         // EOF: header, warnings, status.
-        return Some((u16_at(3)?, u16_at(1)?));
+        return (payload.len() >= 5).then_some(3);
     }
     let mut at = 1;
     for _ in 0..2 {
@@ -299,7 +306,7 @@ pub fn read_status(payload: &[u8], deprecate_eof: bool) -> Option<(u16, u16)> {
             _ => return None,
         }
     }
-    Some((u16_at(at)?, u16_at(at + 2)?))
+    (payload.len() >= at + 2).then_some(at)
 }
 
 #[cfg(test)]

@@ -177,6 +177,12 @@ impl QueryCache {
         self.engine.flush_all(0);
     }
 
+    /// A stored reply (a hit, or the leader's reply replayed to a follower) made right for
+    /// session `s`: the transaction bits of its final status are the session's.
+    pub fn serve_as(&self, s: &crate::Session, reply: &mut [u8]) {
+        crate::reply::set_txn_status(reply, s.deprecate_eof(), s.in_txn, s.txn_read_only, s.autocommit);
+    }
+
     /// The stored reply for `key` (exact bytes, sequence ids from 1), counting a hit.
     pub fn lookup(&self, key: &Key) -> Option<Vec<u8>> {
         if !self.is_online() {
@@ -259,7 +265,11 @@ impl QueryCache {
             self.end_flight(&mut fill, None);
             return;
         };
-        let shared: Arc<[u8]> = reply.into();
+        // Stored as if outside a transaction with autocommit; each session served gets its
+        // own transaction bits (`serve_as`).
+        let mut canonical = reply.to_vec();
+        crate::reply::set_txn_status(&mut canonical, fill.deprecate_eof, false, false, true);
+        let shared: Arc<[u8]> = canonical.into();
         self.store(&fill, &shared);
         self.end_flight(&mut fill, Some(shared));
     }

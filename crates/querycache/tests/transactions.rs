@@ -87,3 +87,13 @@ fn autocommit_off_statements_open_transactions() {
     assert!(!read(&c, &mut s, Q, &rows("a")).1);
     assert!(read(&c, &mut s, Q, &rows("a")).1);
 }
+
+#[test]
+fn probe_begin_then_first_read_fills() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    exec(&c, &mut s, "SET NAMES utf8mb4", OUT);
+    assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 2", &rows("x")).1);
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    let p = c.on_query(&mut s, Q.as_bytes());
+    assert!(matches!(p, querycache::Plan::Cached { .. }), "{p:?}");
+}

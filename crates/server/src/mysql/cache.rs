@@ -252,8 +252,9 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
             if seq != 0 {
                 return Ok(Handled::No); // a split command: replies would not start at sequence id 1
             }
-            if let Some(bytes) = cache.qc.lookup(&key) {
+            if let Some(mut bytes) = cache.qc.lookup(&key) {
                 if let Some(s) = &conn.cache.session {
+                    cache.qc.serve_as(s, &mut bytes);
                     cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
                 }
                 conn.cache.last_hit = hit_packet(conn, len, code);
@@ -283,8 +284,10 @@ pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<H
                     Ok(Handled::Miss)
                 }
                 FillStart::Follower(waiter) => match waiter.wait().await {
-                    Some(bytes) => {
+                    Some(shared) => {
+                        let mut bytes = shared.to_vec();
                         if let Some(s) = &conn.cache.session {
+                            cache.qc.serve_as(s, &mut bytes);
                             cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
                         }
                         conn.cache.last_hit = hit_packet(conn, len, code);
