@@ -52,6 +52,36 @@ def wait_gone(port, key, timeout=2.0):
     return None
 
 
+def prober(port, connect, rows, key_of, update, stop, probes, errors):
+    """Times invalidations until `stop` is set: caches key_of(i) for one of `rows` (row ids,
+    each reused only after its hold has ended), runs `update` (SQL with one %s for the id)
+    straight on MariaDB through `connect()`, then polls until the key is gone; appends the
+    delay in ms to `probes` (errors to `errors`). Run it on a thread of its own."""
+    from pymemcache.client.base import Client
+    cache = Client(("127.0.0.1", port), connect_timeout=5, timeout=5)
+    conn = connect()
+    n = 0
+    try:
+        while not stop.is_set():
+            i = rows[n % len(rows)]
+            n += 1
+            key = key_of(i)
+            time.sleep(0.01)
+            while cache.set(key, b"cached", expire=300) and cache.get(key) is None:
+                time.sleep(0.01)  # still held by an earlier invalidation
+            with conn.cursor() as cur:
+                cur.execute(update, (i,))
+            t0 = time.monotonic()
+            while cache.get(key) is not None and time.monotonic() - t0 < 5:
+                time.sleep(0.0005)
+            probes.append((time.monotonic() - t0) * 1000)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(repr(e))
+    finally:
+        cache.close()
+        conn.close()
+
+
 def analyse(writes, reads, window_s=0.100):
     """Freshness of a randomized run.
 

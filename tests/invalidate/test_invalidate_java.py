@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pymysql
 import pytest
-from pymemcache.client.base import Client
 
 from harness.mariadb import start_mariadb
 from harness.mysqlproxy import stats
-from inv_helpers import analyse, pct, start_rules
+from inv_helpers import analyse, pct, prober, start_rules
 
 APP = Path(__file__).resolve().parent / "java"
 M2 = Path(os.environ.get("M2_REPO", Path.home() / ".m2" / "repository"))
@@ -74,32 +73,13 @@ def test_seed000_app_stays_fresh():
             finally:
                 conn.close()
 
-        def prober():
-            cache, conn, n = Client(("127.0.0.1", srv.port), timeout=5), connect(), 0
-            try:
-                while not stop.is_set():
-                    i = rows + 1 + n % probe_rows
-                    n += 1
-                    key = hashlib.md5(QUERY.format(id=i).encode()).hexdigest()
-                    time.sleep(0.01)
-                    while cache.set(key, b"x", expire=300) and cache.get(key) is None:
-                        time.sleep(0.01)
-                    with conn.cursor() as cur:
-                        cur.execute("UPDATE test.customers SET lastname = CONCAT(lastname, 'x') WHERE id = %s", (i,))
-                    t0 = time.monotonic()
-                    while cache.get(key) is not None and time.monotonic() - t0 < 5:
-                        time.sleep(0.0005)
-                    probes.append((time.monotonic() - t0) * 1000)
-            except Exception as e:  # noqa: BLE001
-                errors.append(repr(e))
-            finally:
-                cache.close()
-                conn.close()
-
         app = subprocess.Popen(["java", "-cp", cp, "sqlcached.invalidate.FreshReads", f"{db.host}:{db.port}", db.user,
                                 db.password, f"127.0.0.1:{srv.port}", str(secs), str(rows), "4"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        side = [threading.Thread(target=writer), threading.Thread(target=prober)]
+        probe = (srv.port, connect, list(range(rows + 1, rows + probe_rows + 1)),
+                 lambda i: hashlib.md5(QUERY.format(id=i).encode()).hexdigest(),
+                 "UPDATE test.customers SET lastname = CONCAT(lastname, 'x') WHERE id = %s", stop, probes, errors)
+        side = [threading.Thread(target=writer), threading.Thread(target=prober, args=probe)]
         try:
             for t in side:
                 t.start()

@@ -26,7 +26,7 @@ from pymemcache.client.base import Client
 from harness.mariadb import start_mariadb
 from harness.mysqlproxy import stats, start_proxy
 from harness.servers import free_port, sqlcached_argv
-from inv_helpers import analyse, mc, pct, start_rules, wait_gone
+from inv_helpers import analyse, mc, pct, prober, start_rules, wait_gone
 
 USERS = ["shop.users=user:{id}", "shop.users=user_by_email:{email|lower}"]
 
@@ -247,32 +247,11 @@ def test_randomized_cache_aside_run(db):
         finally:
             conn.close()
 
-    def prober():
-        cache = Client(("127.0.0.1", srv.port), connect_timeout=5, timeout=5)
-        conn = connect()
-        n = 0
-        try:
-            while not stop.is_set():
-                i = rows + 1 + n % 300  # each probe row again after > 2 s: its hold is over
-                n += 1
-                key = f"user:{i}"
-                time.sleep(0.01)
-                while cache.set(key, b"cached", expire=300) and cache.get(key) is None:
-                    time.sleep(0.01)  # still held by the previous probe's invalidation
-                with conn.cursor() as cur:
-                    cur.execute("UPDATE shop.users SET version = version + 1 WHERE id = %s", (i,))
-                t0 = time.monotonic()
-                while cache.get(key) is not None and time.monotonic() - t0 < 5:
-                    time.sleep(0.0005)
-                probes.append((time.monotonic() - t0) * 1000)
-        except Exception as e:  # noqa: BLE001
-            errors.append(repr(e))
-        finally:
-            cache.close()
-            conn.close()
-
     threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
-    threads += [threading.Thread(target=writer), threading.Thread(target=prober)]
+    # Each probe row comes back after > 2 s: its hold is over.
+    probe = (srv.port, connect, list(range(rows + 1, rows + 301)), lambda i: f"user:{i}",
+             "UPDATE shop.users SET version = version + 1 WHERE id = %s", stop, probes, errors)
+    threads += [threading.Thread(target=writer), threading.Thread(target=prober, args=probe)]
     try:
         for t in threads:
             t.start()
