@@ -46,6 +46,8 @@ pub struct MysqlConfig {
     pub cache_type: CacheType,
     /// `--query-cache-in-transactions never|read-only|until-write`.
     pub in_transactions: querycache::config::InTransactions,
+    /// A `--query-cache-*` flag was given (they need `--mysql-listen`).
+    pub cache_flags_given: bool,
     /// `--mysql-connect-timeout SECS`: the whole login must be done within it (MariaDB's
     /// `connect_timeout`).
     pub connect_timeout: std::time::Duration,
@@ -74,6 +76,7 @@ impl Default for MysqlConfig {
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
             in_transactions: querycache::config::InTransactions::ReadOnly,
+            cache_flags_given: false,
             connect_timeout: std::time::Duration::from_secs(10),
             net_read_timeout: std::time::Duration::from_secs(30),
             tls_cert: None,
@@ -107,6 +110,7 @@ impl MysqlConfig {
     /// Applies one flag of [`FLAGS`] with its value.
     pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
         let size = |v: &str| parse_size(v).ok_or(format!("Invalid value for --{flag}: '{v}'"));
+        self.cache_flags_given |= flag.starts_with("query-cache-");
         match flag {
             "mysql-listen" => self.listen = Some(v.to_string()),
             "mysql-backend" => self.backend = Some(v.to_string()),
@@ -171,6 +175,9 @@ impl MysqlConfig {
             return Err("--mysql-backend and --mysql-user apply to the MySQL proxy and the --invalidate rules: \
                         give --mysql-listen or --invalidate too"
                 .into());
+        }
+        if self.listen.is_none() && self.cache_flags_given {
+            return Err("--query-cache-* settings apply to the MySQL proxy: give --mysql-listen too".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--mysql-tls-cert and --mysql-tls-key go together (the proxy's certificate and its key)".into());
@@ -269,6 +276,9 @@ mod tests {
         c.validate(false).unwrap();
         assert!(c.set("query-cache-type", "maybe").is_err());
         assert!(c.set("mysql-server-id", "0").is_err());
+        let mut lone = MysqlConfig::default();
+        lone.set("query-cache-in-transactions", "until-write").unwrap();
+        assert!(lone.validate(false).unwrap_err().contains("--mysql-listen"), "a cache setting without the proxy");
         c.set("query-cache-limit", "32m").unwrap();
         assert!(c.validate(false).is_err());
     }
