@@ -16,11 +16,14 @@ identical to direct).
 
 Django reaches MariaDB through PyMySQL installed as MySQLdb (pure Python, already a test
 dependency): PyMySQL reports a mysqlclient-compatible version_info that satisfies Django's
-check, so no other shim is needed. Hits per step come from the proxy's Qcache_hits: autocommit
+check; its submodules are aliased too (install_pymysql_as_mysqldb), so the rest of the test
+process keeps one pymysql. Hits per step come from the proxy's Qcache_hits: autocommit
 reads are served from the cache under every policy, reads inside atomic blocks and requests
 only under until-write (Django has no START TRANSACTION READ ONLY).
 """
+import importlib
 import json
+import sys
 import time
 
 import pytest
@@ -31,7 +34,22 @@ from qchelpers import q, until_hit
 
 django = pytest.importorskip("django", reason="Django missing: pip install -r tests/requirements.txt")
 pymysql = pytest.importorskip("pymysql", reason="PyMySQL missing: pip install -r tests/requirements.txt")
-pymysql.install_as_MySQLdb()
+
+
+def install_pymysql_as_mysqldb():
+    """pymysql.install_as_MySQLdb(), and every pymysql submodule registered under MySQLdb's name
+    too. Without the latter, Django's `from MySQLdb.converters import ...` loads second copies
+    of pymysql's submodules (converters, err, constants) and the import rebinds `pymysql.err`
+    to the copy, whose exception classes are not the ones PyMySQL raises: `except
+    pymysql.err.MySQLError` in later test modules of the same process would stop catching."""
+    for name in ("constants.CLIENT", "constants.FIELD_TYPE", "constants.ER", "converters", "err", "cursors"):
+        importlib.import_module("pymysql." + name)
+    pymysql.install_as_MySQLdb()
+    for name in [n for n in sys.modules if n.startswith("pymysql.")]:
+        sys.modules.setdefault("MySQLdb" + name[len("pymysql"):], sys.modules[name])
+
+
+install_pymysql_as_mysqldb()
 
 POLICIES = ("never", "read-only", "until-write")
 AUTHORS, POSTS = 20, 60
