@@ -345,6 +345,7 @@ NO_HITS = {
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_django_workload_identical_to_direct(proxies, direct, policy):
+    """The workload through the proxy with `policy`: results as on MariaDB, hits where the policy allows them."""
     px = proxies[policy]
     got, hits = run_workload(alias_of(policy), px)
     print(f"{policy}: hits per step {hits}")

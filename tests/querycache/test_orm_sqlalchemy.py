@@ -359,6 +359,7 @@ NO_HITS = {
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_sqlalchemy_workload_identical_to_direct(mariadb, direct, policy, tmp_path):
+    """The workload through a proxy with `policy`: results as on MariaDB, hits where the policy allows them."""
     db = "orm_" + policy.replace("-", "_")
     mariadb.sql(f"CREATE DATABASE {db}")
     with start_proxy(mariadb, "--query-cache-in-transactions", policy, log=tmp_path / "sqlcached.log") as px:
