@@ -17,7 +17,7 @@ A value still old 2 s after its OK (while MariaDB has the new one) is a "stuck" 
 fails the run: test_binlog_invalidation_of_a_busy_key reproduces how it happened before the
 fix (a get that misses reads the row before the change is visible, since the binlog event may
 arrive before the commit is visible, and keeps it for cache_ttl); each row change is now
-delivered again 50 ms later (crates/server/src/feeds.rs, rechecks), dropping such copies.
+delivered again 50 ms later (crates/binlog/src/feeds.rs, rechecks), dropping such copies.
 tests/cluster/test_proxies.py has the query cache's side of it.
 
 Run (about 40 s; FULL=1 makes the randomized phase 60 s instead of 15 and the reproduction
@@ -62,7 +62,7 @@ NODE1_KEYS = [f"k{i}" for i in range(1, 15)]
 DIRECT_KEYS = [f"k{i}" for i in range(15, 25)]
 READ_KEYS = NODE1_KEYS + DIRECT_KEYS
 
-KNOWN_BUG = ("regression (fixed by the rechecks in crates/server/src/feeds.rs): a binlog invalidation can reach sqlcached before MariaDB makes the commit "
+KNOWN_BUG = ("regression (fixed by the rechecks in crates/binlog/src/feeds.rs): a binlog invalidation can reach sqlcached before MariaDB makes the commit "
              "visible (the binlog is written and sent before the engine commit); a refill in that "
              "window keeps the old row until cache_ttl or the row's next change")
 

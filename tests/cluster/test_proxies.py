@@ -27,7 +27,7 @@ randomized freshness runs against real MariaDB servers and real sqlcached proces
    binlog must not leave the old result cached when a miss reads the row between the binlog
    event and the moment MariaDB makes the commit visible (it sends the binlog before the
    engine commit). Found by this file as a bug (11/300 updates left stuck entries); fixed by
-   delivering each row change again 50 ms later (crates/server/src/feeds.rs, rechecks). A run
+   delivering each row change again 50 ms later (crates/binlog/src/feeds.rs, rechecks). A run
    of 1. or 2. in which a version is still not visible 2 s after its OK (while the backend has
    it) counts a "stuck" entry and fails.
 
@@ -63,7 +63,7 @@ REPRO_SECONDS = float(os.environ.get("CLUSTER_REPRO_SECONDS", "30" if FULL else 
 
 SELECT = "SELECT ver FROM t WHERE id = %s"
 
-KNOWN_BUG = ("regression (fixed by the rechecks in crates/server/src/feeds.rs): a binlog invalidation can reach the proxy before MariaDB makes the commit "
+KNOWN_BUG = ("regression (fixed by the rechecks in crates/binlog/src/feeds.rs): a binlog invalidation can reach the proxy before MariaDB makes the commit "
              "visible (the binlog is written and sent before the engine commit); a miss in that window "
              "reads the old row and the proxy keeps it until the row's next change")
 

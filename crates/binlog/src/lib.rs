@@ -25,6 +25,7 @@
 mod change;
 mod ddl;
 mod decode;
+pub mod feeds;
 mod follower;
 mod meta;
 mod session;

@@ -1,6 +1,6 @@
 //! sqlcached's transparent MySQL query cache: pure logic, no I/O.
 //!
-//! The proxy (`crates/server/src/mysql/`) drives it; `Send + Sync`, share one
+//! The proxy (`crates/mysql-proxy`) drives it; `Send + Sync`, share one
 //! [`QueryCache`] behind an `Arc`. No global lock on the hit path: a hit is one lexer
 //! pass, one memo lookup (sharded), one key hash and one engine shard lock.
 //!

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use engine::{Engine, EngineConfig};
 
-use crate::config::Config;
+use config::Config;
 
 /// How long a backend gets to accept a TCP connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -43,7 +43,7 @@ pub fn run(cfg: &Config) -> bool {
             use_cas: !cfg.disable_cas,
             shards: 64,
         });
-        let feeds = crate::feeds::Feeds::new(cfg.mysql.server_id());
+        let feeds = binlog::feeds::Feeds::new(cfg.mysql.server_id());
         match crate::containers::load(path, &crate::containers::Budget::of(&engine), false, &feeds) {
             Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
             Err(e) => say(false, format!("--containers {path}: {e}")),
@@ -62,7 +62,7 @@ pub fn run(cfg: &Config) -> bool {
         }
     }
     if cfg.mysql.listen.is_some() && (cfg.mysql.tls_cert.is_some() || cfg.mysql.backend_tls_ca.is_some()) {
-        match crate::mysql::tls::ProxyTls::new(&cfg.mysql) {
+        match mysql_proxy::tls::ProxyTls::new(&cfg.mysql) {
             Ok(_) => say(true, "MySQL proxy TLS: certificate, key and CA files load and match".into()),
             Err(e) => say(false, format!("MySQL proxy TLS: {e}")),
         }

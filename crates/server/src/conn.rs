@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::binary::{self, BinaryState};
-use crate::config::Protocol;
 use crate::ctx::{Ctx, Flow};
 use crate::shared::{ConnInfo, Shared, WorkerStats};
 use crate::text::{self, TextState};
+use config::Protocol;
 
 /// Read buffer growth step once a connection is busy.
 const READ_CHUNK: usize = 16 * 1024;

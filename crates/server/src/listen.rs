@@ -18,13 +18,13 @@ pub fn addresses(listen: &[String], port: u16, tls: bool) -> std::io::Result<Vec
     let mut out = Vec::new();
     let specs: Vec<String> = if listen.is_empty() { vec!["0.0.0.0".into()] } else { listen.to_vec() };
     for spec in specs {
-        if !tls && spec.starts_with(crate::config::tls::NOTLS_PREFIX) {
+        if !tls && spec.starts_with(config::tls::NOTLS_PREFIX) {
             // memcached's words (and, through main, its exit status 71).
             return Err(std::io::Error::other(format!(
                 "'notls' option is valid only when SSL is enabled\nfailed to listen on one of interface(s) {spec}"
             )));
         }
-        let (spec, tls) = crate::config::tls::listener_tls(&spec, tls);
+        let (spec, tls) = config::tls::listener_tls(&spec, tls);
         let spec = spec.to_string();
         let with_port = if spec.starts_with('[') {
             if spec.contains("]:") {
@@ -42,6 +42,16 @@ pub fn addresses(listen: &[String], port: u16, tls: bool) -> std::io::Result<Vec
         out.extend(with_port.to_socket_addrs()?.map(|a| (a, tls)));
     }
     Ok(out)
+}
+
+/// Binds `host:port` (the first address it resolves to), as [`bind_tcp`]: `--mysql-listen`.
+pub fn bind_addr(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let sa = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
+    bind_tcp(sa, backlog)
 }
 
 /// Bind a TCP listener with SO_REUSEADDR and the `-b` backlog.

@@ -16,24 +16,26 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
-/// How lines are written (`--log-format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Format {
-    /// `sqlcached: message`, `sqlcached: warning: message`.
-    #[default]
-    Text,
-    /// `{"ts":"2026-11-24T22:50:01.123Z","level":"INFO","target":"...","msg":"..."}`.
-    Json,
-}
+use config::LogFormat;
 
 struct Logger {
     ours: LevelFilter,
     theirs: LevelFilter,
-    format: Format,
+    format: LogFormat,
 }
 
 /// Our crates' log targets start with one of these.
-const OURS: &[&str] = &["sqlcached", "binlog", "tier_disk", "sql_containers", "querycache", "engine", "protocol_"];
+const OURS: &[&str] = &[
+    "sqlcached",
+    "mysql_proxy",
+    "config",
+    "binlog",
+    "tier_disk",
+    "sql_containers",
+    "querycache",
+    "engine",
+    "protocol_",
+];
 
 impl Log for Logger {
     fn enabled(&self, m: &Metadata<'_>) -> bool {
@@ -46,12 +48,12 @@ impl Log for Logger {
             return;
         }
         let line = match self.format {
-            Format::Text => match r.level() {
+            LogFormat::Text => match r.level() {
                 Level::Error => format!("sqlcached: error: {}\n", r.args()),
                 Level::Warn => format!("sqlcached: warning: {}\n", r.args()),
                 _ => format!("sqlcached: {}\n", r.args()),
             },
-            Format::Json => {
+            LogFormat::Json => {
                 let v = serde_json::json!({
                     "ts": rfc3339_now(),
                     "level": r.level().as_str(),
@@ -69,7 +71,7 @@ impl Log for Logger {
 }
 
 /// Install the logger for `-v` count `verbose`; call once, before anything logs.
-pub fn init(verbose: u32, format: Format) {
+pub fn init(verbose: u32, format: LogFormat) {
     let (ours, theirs) = match verbose {
         0 => (LevelFilter::Info, LevelFilter::Error),
         1 => (LevelFilter::Debug, LevelFilter::Warn),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use engine::Engine;
 use tier_disk::{DiskTier, Durability, Options};
 
-use crate::config::Config;
+use config::Config;
 
 /// CAS uniques handed out after a restart start this far above the highest one on disk,
 /// so that none a client saw before the restart (even one never committed) is reused.

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use engine::{Engine, EngineConfig};
 use tier_disk::DiskTier;
 
-use crate::config::Config;
 use crate::shared::Shared;
 use crate::workers::Workers;
-use crate::{admin, auth, containers, invalidate, listen, mysql, persistence, sasl, tls, udp};
+use crate::{admin, auth, containers, invalidate, listen, persistence, sasl, tls, udp};
+use config::Config;
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
 const EX_USAGE: i32 = 64;
@@ -106,7 +106,7 @@ impl Server {
             shared.invalidate = Some(rules);
         }
         if cfg.mysql.listen.is_some() {
-            let proxy = mysql::Proxy::new(&cfg.mysql, &shared.feeds, cfg.metrics_listen.is_some())?;
+            let proxy = mysql_proxy::Proxy::new(&cfg.mysql, &shared.feeds, cfg.metrics_listen.is_some())?;
             shared.mysql = Some(Arc::new(proxy));
         }
         if let Some(path) = &cfg.containers {
@@ -129,7 +129,7 @@ fn start_containers(
     path: &str,
     engine: &Engine,
     timing: bool,
-    feeds: &Arc<crate::feeds::Feeds>,
+    feeds: &Arc<binlog::feeds::Feeds>,
 ) -> Result<Arc<containers::Slot>, StartError> {
     let budget = containers::Budget::of(engine);
     let slot = containers::start(path, &budget, timing, feeds)
@@ -148,7 +148,7 @@ fn start_containers(
 
 /// Settings that would do nothing as given are said at start, not ignored.
 fn warn_inert_settings(cfg: &Config) {
-    let tls_options_given = cfg.tls != crate::config::tls::TlsConfig { enabled: cfg.tls.enabled, ..Default::default() };
+    let tls_options_given = cfg.tls != config::tls::TlsConfig { enabled: cfg.tls.enabled, ..Default::default() };
     if !cfg.tls.enabled && tls_options_given {
         log::warn!("-o ssl_* options are set but -Z is not: TLS is off on every listener");
     }
@@ -200,12 +200,12 @@ fn bind_listeners(
     }
     let mut mysql_addr = None;
     if let Some(addr) = &cfg.mysql.listen {
-        let l = mysql::bind(addr, cfg.backlog)
+        let l = listen::bind_addr(addr, cfg.backlog)
             .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on MySQL {addr}: {e}")))?;
         mysql_addr = Some(l.local_addr()?);
         log::info!("listening on MySQL {addr} (proxy to {})", cfg.mysql.backend.as_deref().unwrap_or("?"));
         let (p, w) = (shared.mysql.clone().expect("set with --mysql-listen"), workers.clone());
-        spawn("accept-mysql", Box::new(move || mysql::accept(l, p, w)))?;
+        spawn("accept-mysql", Box::new(move || mysql_proxy::accept(l, p, |task| w.dispatch_task(task))))?;
     }
     Ok((tcp, mysql_addr))
 }

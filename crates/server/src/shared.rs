@@ -7,8 +7,8 @@ use std::sync::Arc;
 use engine::Engine;
 use parking_lot::Mutex;
 
-use crate::config::Config;
 use crate::detail::Detail;
+use config::Config;
 use tier_disk::DiskTier;
 
 /// Counters one worker thread updates (so workers never share a cache line).
@@ -73,11 +73,11 @@ pub struct Shared {
     /// SQL containers, with `--containers`.
     pub sql: Option<Arc<crate::containers::Slot>>,
     /// The binlog followers (query cache, `caching` containers, invalidation rules).
-    pub feeds: Arc<crate::feeds::Feeds>,
+    pub feeds: Arc<binlog::feeds::Feeds>,
     /// `--invalidate` rules: plain keys dropped when the binlog shows their rows changed.
     pub invalidate: Option<Arc<crate::invalidate::Rules>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
-    pub mysql: Option<Arc<crate::mysql::Proxy>>,
+    pub mysql: Option<Arc<mysql_proxy::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.
     pub auth: Option<Arc<crate::auth::AuthFile>>,
     /// memcached's binary SASL authentication, with `-S`.
@@ -108,7 +108,7 @@ impl Shared {
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
-            feeds: Arc::new(crate::feeds::Feeds::new(cfg_server_id)),
+            feeds: Arc::new(binlog::feeds::Feeds::new(cfg_server_id)),
             invalidate: None,
             sql: None,
             mysql: None,

@@ -11,15 +11,13 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rustls::crypto::{ring, CryptoProvider};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier};
-use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls::{CipherSuite, ServerConfig, SupportedCipherSuite};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::tls::TlsConfig;
+use config::tls::{load_chain, load_key, load_roots, TlsConfig};
 
 /// The first byte of a TLS connection: a handshake record (ClientHello).
 pub const HANDSHAKE_RECORD: u8 = 0x16;
@@ -207,56 +205,6 @@ fn suite_name(c: SupportedCipherSuite) -> String {
     }
 }
 
-/// A PEM certificate chain, with memcached's error wording.
-pub fn load_chain(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, String> {
-    let shown = path.unwrap_or("(null)");
-    let err = |why: String| format!("Error loading the certificate chain: {shown} : {why}");
-    let path = path.ok_or_else(|| err("no ssl_chain_cert given".into()))?;
-    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
-    let chain: Vec<_> =
-        CertificateDer::pem_slice_iter(&bytes).collect::<Result<_, _>>().map_err(|e| err(format!("{e}")))?;
-    if chain.is_empty() {
-        return Err(err("no PEM certificate in the file (PEM routines::no start line)".into()));
-    }
-    Ok(chain)
-}
-
-/// A private key, PEM (`format` 1) or DER (2), with memcached's error wording.
-pub fn load_key(path: Option<&str>, format: i64) -> Result<PrivateKeyDer<'static>, String> {
-    let shown = path.unwrap_or("(null)");
-    let err = |why: String| format!("Error loading the key: {shown} : {why}");
-    let path = path.ok_or_else(|| err("no ssl_key given".into()))?;
-    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
-    match format {
-        1 => PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| err(format!("{e}"))),
-        2 => PrivateKeyDer::try_from(bytes).map_err(|e| err(e.to_string())),
-        _ => Err(err("bad ssl filetype (ssl_keyformat is 1 for PEM or 2 for DER)".into())),
-    }
-}
-
-/// PEM CA certificates to verify peers against.
-pub fn load_roots(path: &str) -> Result<RootCertStore, String> {
-    let err = |why: String| format!("Error loading the CA certificate: {path} : {why}");
-    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&bytes) {
-        roots.add(cert.map_err(|e| err(format!("{e}")))?).map_err(|e| err(e.to_string()))?;
-    }
-    if roots.is_empty() {
-        return Err(err("no PEM certificate in the file".into()));
-    }
-    Ok(roots)
-}
-
-/// An I/O error as strerror says it ("No such file or directory").
-fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
 /// The session cache, counting the sessions it stores (`ssl_new_sessions`).
 #[derive(Debug)]
 struct CountingCache {
@@ -309,11 +257,7 @@ mod tests {
 
     /// A real ClientHello from a rustls client trusting the test CA.
     fn client_hello() -> Vec<u8> {
-        let ca = include_bytes!("testdata/ca.crt");
-        let mut roots = RootCertStore::empty();
-        for c in CertificateDer::pem_slice_iter(ca) {
-            roots.add(c.unwrap()).unwrap();
-        }
+        let roots = load_roots(concat!(env!("CARGO_MANIFEST_DIR"), "/src/testdata/ca.crt")).unwrap();
         let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()

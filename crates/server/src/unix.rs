@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 
-use crate::config::Config;
+use config::Config;
 
 /// Apply `-k` (lock memory) and `-r` (core dumps) at start.
 pub fn apply_process_options(cfg: &Config) -> std::io::Result<()> {

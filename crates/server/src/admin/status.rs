@@ -38,7 +38,7 @@ pub fn json(shared: &Arc<Shared>) -> String {
     let mut sink = JsonSink(Map::new());
     crate::stats::report(b"", shared, &mut sink);
     if let Some(cache) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
-        let rows = cache.qc.digests(20).into_iter().map(|d| {
+        let rows = cache.digests(20).into_iter().map(|d| {
             serde_json::json!({
                 "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
                 "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,

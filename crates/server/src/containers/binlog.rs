@@ -20,7 +20,7 @@ use ::binlog::{Change, Value};
 use engine::Engine;
 use sql_containers::MysqlLogin;
 
-use crate::feeds::{Feeds, Pass};
+use ::binlog::feeds::{Feeds, Pass};
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {
@@ -94,6 +94,6 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
         server_id: feeds.server_id,
         start: None,
     };
-    let sink: crate::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
+    let sink: ::binlog::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
     feeds.subscribe(cfg, "the caching containers", true, sink);
 }

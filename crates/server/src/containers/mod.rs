@@ -23,7 +23,7 @@ pub mod stats;
 use self::cache::{caching_op, memory_op};
 pub use self::slot::Slot;
 use self::stats::{ContainerStats, Counted};
-use crate::feeds::Feeds;
+use ::binlog::feeds::Feeds;
 
 /// The loaded containers and their memory copies.
 pub struct Sql {

@@ -9,7 +9,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 
 use super::Rules;
-use crate::config::mysql::MysqlConfig;
+use config::mysql::MysqlConfig;
 
 /// How long the check may take before the backend counts as unreachable.
 const TIMEOUT: Duration = Duration::from_secs(5);

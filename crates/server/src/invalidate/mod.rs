@@ -11,7 +11,7 @@
 //! statement-format DML) or a binlog gap cannot name keys: with
 //! `--invalidate-table-changes flush` (the default) every plain key is flushed.
 //!
-//! The follower is the server's feed of `--mysql-backend` (`crate::feeds`), shared with the
+//! The follower is the server's feed of `--mysql-backend` (`binlog::feeds`), shared with the
 //! query cache and the `caching` containers. A broken stream delays invalidations; the
 //! follower resumes where it stopped, so none is lost (a gap is a table change of every rule).
 //!
@@ -31,7 +31,7 @@ use binlog::{Change, KeyTemplate};
 use engine::Engine;
 use parking_lot::Mutex;
 
-use crate::config::invalidate::{InvalidateConfig, TableChanges};
+use config::invalidate::{InvalidateConfig, TableChanges};
 
 /// The keys of one table.
 pub struct Rule {
@@ -180,11 +180,7 @@ impl Rules {
 /// that cannot name rows, stops the start; an unreachable backend is said and checked again
 /// once it answers) and subscribes them to the backend's feed, from the position saved in
 /// `--data-dir` if there is one.
-pub fn start(
-    cfg: &crate::config::Config,
-    engine: Arc<Engine>,
-    feeds: &crate::feeds::Feeds,
-) -> Result<Arc<Rules>, String> {
+pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::Feeds) -> Result<Arc<Rules>, String> {
     let rules = Arc::new(Rules::new(&cfg.invalidate, engine));
     let login = check::Login::of(&cfg.mysql).map_err(|e| format!("--invalidate: {e}"))?;
     check::at_start(&login, &rules)?;
@@ -222,7 +218,7 @@ pub fn start(
     };
     let sink_rules = rules.clone();
     // No rechecks: the hold already refuses fills made before the commit was visible.
-    let sink: crate::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
+    let sink: binlog::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
     let feed = feeds.subscribe(config, "the --invalidate rules", false, sink);
     if let Some(d) = dir {
         let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use binlog::Position;
 
-use crate::feeds::Feed;
+use binlog::feeds::Feed;
 
 /// The file's name in the data directory.
 pub const FILE: &str = "binlog-position";

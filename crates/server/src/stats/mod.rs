@@ -57,7 +57,7 @@ pub fn reset(ctx: &Ctx<'_>) {
     if let Some(proxy) = &ctx.shared.mysql {
         proxy.counters.reset();
         if let Some(cache) = &proxy.cache {
-            cache.qc.reset_digests();
+            cache.reset_digests();
         }
     }
     if let Some(rules) = &ctx.shared.invalidate {

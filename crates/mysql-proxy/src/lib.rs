@@ -5,14 +5,14 @@
 //! ([`conn`]); the login is relayed ([`handshake`]); replies are forwarded packet-exact
 //! ([`relay`], [`reply`]); cacheable reads are answered from the shared query cache
 //! ([`cache`]), kept fresh by invalidations from writes through the proxy and from the
-//! backend's binlog ([`binlog`]), with table metadata from [`metadata`].
+//! backend's binlog ([`feed`]), with table metadata from [`metadata`].
 
-pub mod binlog;
 pub mod cache;
 pub mod conn;
 pub mod counters;
 mod digest_metrics;
 pub mod errors;
+pub mod feed;
 pub mod handshake;
 pub mod metadata;
 pub mod relay;
@@ -24,7 +24,7 @@ pub mod wire;
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use crate::workers::Workers;
+use querycache::QueryCache;
 
 /// State shared by every proxy connection.
 pub struct Proxy {
@@ -33,7 +33,7 @@ pub struct Proxy {
     /// The proxy's own counters.
     pub counters: counters::Counters,
     /// The query cache and its feeds (none with `--query-cache-type OFF`).
-    pub cache: Option<Arc<start::SharedCache>>,
+    pub cache: Option<Arc<QueryCache>>,
     /// Whether the last client connection reached the backend (logged when it changes).
     backend_up: std::sync::atomic::AtomicBool,
     /// Set at shutdown: connections close at their next command boundary.
@@ -49,11 +49,7 @@ pub struct Proxy {
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
     /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
-    pub fn new(
-        cfg: &crate::config::mysql::MysqlConfig,
-        feeds: &crate::feeds::Feeds,
-        timing: bool,
-    ) -> std::io::Result<Proxy> {
+    pub fn new(cfg: &config::mysql::MysqlConfig, feeds: &binlog::feeds::Feeds, timing: bool) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
         Ok(Proxy {
@@ -102,18 +98,18 @@ impl Proxy {
     /// statements of the digest table and the tables invalidated most).
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         if let Some(cache) = &self.cache {
-            cache.write_stats(sink);
+            counters::write_cache(cache, sink);
         }
         self.counters.write(sink);
         if let Some(cache) = self.cache.as_ref().filter(|_| sink.wants_families()) {
-            digest_metrics::write(&cache.qc, sink);
+            digest_metrics::write(cache, sink);
         }
     }
 
     /// Writes the `n` tables invalidated most (`stats tables`): `table:<db.table>:invalidations`.
     pub fn write_tables(&self, n: usize, sink: &mut dyn engine::stats::StatSink) {
         let Some(cache) = &self.cache else { return };
-        for (table, count) in cache.qc.table_invalidations(n) {
+        for (table, count) in cache.table_invalidations(n) {
             sink.stat(&format!("table:{table}:invalidations"), engine::stats::Kind::Counter, &count);
         }
     }
@@ -123,7 +119,7 @@ impl Proxy {
     pub fn write_digests(&self, n: usize, sink: &mut dyn engine::stats::StatSink) {
         use engine::stats::Kind;
         let Some(cache) = &self.cache else { return };
-        for (i, d) in cache.qc.digests(n).iter().enumerate() {
+        for (i, d) in cache.digests(n).iter().enumerate() {
             let f = |field: &str| format!("query:{}:{field}", i + 1);
             sink.stat(&f("text"), Kind::Info, &d.text.replace(['\r', '\n'], " "));
             sink.stat(&f("count"), Kind::Counter, &d.count);
@@ -154,18 +150,11 @@ impl Proxy {
     }
 }
 
-/// Binds `--mysql-listen` (with the `-b` backlog).
-pub fn bind(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
-    use std::net::ToSocketAddrs;
-    let sa = addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("no address for {addr}")))?;
-    crate::listen::bind_tcp(sa, backlog)
-}
+/// A connection's task, handed to a worker runtime to run (`tokio::spawn` works there).
+pub type Task = Box<dyn FnOnce() + Send>;
 
-/// Accepts MySQL clients forever on this thread, handing each to a worker.
-pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
+/// Accepts MySQL clients forever on this thread, handing each to a worker with `dispatch`.
+pub fn accept(l: TcpListener, proxy: Arc<Proxy>, dispatch: impl Fn(Task)) {
     loop {
         match l.accept() {
             Ok((s, _)) => {
@@ -173,7 +162,7 @@ pub fn accept(l: TcpListener, proxy: Arc<Proxy>, workers: Arc<Workers>) {
                     continue; // stopping: closed unanswered
                 }
                 let proxy = proxy.clone();
-                workers.dispatch_task(Box::new(move || {
+                dispatch(Box::new(move || {
                     if s.set_nonblocking(true).is_ok() {
                         if let Ok(s) = tokio::net::TcpStream::from_std(s) {
                             tokio::spawn(conn::serve(s, proxy));

@@ -1,6 +1,6 @@
 //! The MySQL proxy's command-line flags (`--mysql-*`, `--query-cache-*`).
 
-use crate::config::parse_size;
+use crate::parse_size;
 
 /// `--query-cache-type`: which SELECTs the proxy caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use binlog::Change;
 
-use crate::feeds::Pass;
-use querycache::types::Invalidation;
+use binlog::feeds::Pass;
+use querycache::types::{Invalidation, Source};
 
-use super::start::SharedCache;
+use querycache::QueryCache;
 
 /// What one binlog change asks of the cache.
 #[derive(Debug, PartialEq)]
@@ -43,16 +43,16 @@ pub fn action(change: &Change) -> Action {
     }
 }
 
-/// The binlog sink of `cache` (for [`crate::feeds::Feeds::subscribe`]). Connection changes
+/// The binlog sink of `cache` (for [`binlog::feeds::Feeds::subscribe`]). Connection changes
 /// are logged at the default level, each outage once (not every retry) with its reason.
-pub fn sink(cache: Arc<SharedCache>, backend: String) -> crate::feeds::Sink {
+pub fn sink(cache: Arc<QueryCache>, backend: String) -> binlog::feeds::Sink {
     // (connected, reason of the outage already logged)
     let state = std::sync::Mutex::new((false, None::<String>));
     Box::new(move |change, pass| {
         if pass == Pass::Recheck {
             // The same rows again: drop what a fill read before the commit was visible.
             if let Action::Invalidate(inv) = action(change) {
-                cache.qc.invalidate(&inv, querycache::types::Source::Recheck);
+                cache.invalidate(&inv, querycache::types::Source::Recheck);
             }
             return;
         }
@@ -71,8 +71,35 @@ pub fn sink(cache: Arc<SharedCache>, backend: String) -> crate::feeds::Sink {
             }
             _ => {}
         }
-        cache.apply_binlog(change, action(change));
+        apply(&cache, change, action(change));
     })
+}
+
+/// Applies one binlog change to the cache (what [`action`] made of it).
+fn apply(qc: &QueryCache, change: &Change, action: Action) {
+    match action {
+        Action::Online(on) => {
+            qc.schema().clear();
+            qc.schema().effects_changed();
+            qc.set_online(on);
+        }
+        Action::Invalidate(inv) => {
+            if !matches!(change, Change::Rows { .. }) {
+                // DDL (or a statement the binlog does not detail): triggers, foreign
+                // keys or functions may have changed.
+                qc.schema().effects_changed();
+            }
+            match &inv {
+                Invalidation::Table { db, table } if matches!(change, Change::Table { .. }) => {
+                    qc.schema().forget(db, table)
+                }
+                Invalidation::Database { db } => qc.schema().forget_database(db),
+                Invalidation::All => qc.schema().clear(),
+                _ => {}
+            }
+            qc.invalidate(&inv, Source::Binlog);
+        }
+    }
 }
 
 #[cfg(test)]

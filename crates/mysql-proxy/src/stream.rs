@@ -1,4 +1,4 @@
-//! The byte stream under a [`super::wire::Wire`]: plain TCP, or TLS on either side of the
+//! The byte stream under a [`crate::wire::Wire`]: plain TCP, or TLS on either side of the
 //! proxy. Reads and writes go through one enum so the packet code never cares which.
 
 use std::io;

@@ -13,20 +13,20 @@ use querycache::schema::{PkColumn, TableInfo};
 use querycache::types::TableName;
 use querycache::EffectsBuilder;
 
-use super::start::SharedCache;
+use querycache::QueryCache;
 
 /// Tables looked up per round trip.
 const BATCH: usize = 64;
 
 /// Starts the task on its own thread (with a current-thread runtime, as mysql_async needs).
-pub fn spawn(cache: Arc<SharedCache>, opts: Opts) -> std::io::Result<()> {
+pub fn spawn(cache: Arc<QueryCache>, opts: Opts) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     std::thread::Builder::new().name("mysql-metadata".into()).spawn(move || rt.block_on(run(cache, opts)))?;
     Ok(())
 }
 
-async fn run(cache: Arc<SharedCache>, opts: Opts) {
-    let registry = cache.qc.schema();
+async fn run(cache: Arc<QueryCache>, opts: Opts) {
+    let registry = cache.schema();
     let mut conn: Option<Conn> = None;
     let mut pending: Vec<TableName> = Vec::new();
     // The last failure logged at the default level (each outage once).
@@ -66,7 +66,7 @@ async fn run(cache: Arc<SharedCache>, opts: Opts) {
         if registry.take_effects_stale() {
             match load_effects(c).await {
                 Ok((fx, sql_mode)) => {
-                    cache.qc.set_global_sql_mode(&sql_mode);
+                    cache.set_global_sql_mode(&sql_mode);
                     registry.set_effects(fx);
                     if !std::mem::replace(&mut privileges_checked, true) {
                         check_trigger_privilege(c).await;

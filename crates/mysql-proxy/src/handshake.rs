@@ -2,7 +2,7 @@
 //! the proxy cannot inspect cleared, and relay the authentication exchange both ways until
 //! the backend says OK or ERR (any auth plugin works; the proxy never reads a password).
 //!
-//! TLS is per link ([`super::tls`]): a client's SSLRequest is answered with the proxy's own
+//! TLS is per link ([`crate::tls`]): a client's SSLRequest is answered with the proxy's own
 //! TLS handshake (when it has a certificate), and the backend link is encrypted when
 //! `--mysql-backend-tls` is set, the proxy sending the backend an SSLRequest of its own.
 //! Each SSLRequest takes a sequence number on its link only, so the login packets relayed
@@ -22,10 +22,10 @@ use tokio::net::TcpStream;
 
 use std::sync::atomic::Ordering;
 
-use super::counters::Counters;
-use super::errors::{self, err_packet};
-use super::tls::ProxyTls;
-use super::wire::{first_payload, Wire};
+use crate::counters::Counters;
+use crate::errors::{self, err_packet};
+use crate::tls::ProxyTls;
+use crate::wire::{first_payload, Wire};
 use protocol_mysql::reply::status_of;
 
 /// Capabilities removed from the greeting and the client's response: TLS and compression
@@ -213,7 +213,7 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
 /// the backend): the client's SSLRequest minus the proxy's, at login; 0 otherwise.
 pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> io::Result<Option<u16>> {
     loop {
-        if client.buffered().len() > super::wire::MAX_LOGIN_MESSAGE {
+        if client.buffered().len() > crate::wire::MAX_LOGIN_MESSAGE {
             client.write(&errors::bad_handshake(0, "authentication data too large")).await?;
             return Err(invalid("authentication data too large"));
         }

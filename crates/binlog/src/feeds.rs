@@ -23,7 +23,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use binlog::{Change, Follower};
+use crate::{Change, Follower};
 use engine::stats::{Kind, StatSink};
 use parking_lot::{Mutex, RwLock};
 
@@ -65,7 +65,7 @@ pub struct Feed {
 
 impl Feed {
     /// The follower's counters.
-    pub fn stats(&self) -> binlog::Stats {
+    pub fn stats(&self) -> crate::Stats {
         self.follower.get().map(Follower::stats).unwrap_or_default()
     }
 
@@ -146,7 +146,7 @@ impl Feeds {
     /// Adds `sink` to the follower of `config.backend`, starting one if there is none yet
     /// (`who` names the subscriber in the log line that says the connection is shared);
     /// with `recheck`, row changes come a second time (see the module documentation).
-    pub fn subscribe(&self, config: binlog::Config, who: &str, recheck: bool, sink: Sink) -> Arc<Feed> {
+    pub fn subscribe(&self, config: crate::Config, who: &str, recheck: bool, sink: Sink) -> Arc<Feed> {
         let key = config.backend.to_ascii_lowercase();
         let mut feeds = self.feeds.lock();
         if let Some(feed) = feeds.get(&key) {
@@ -194,7 +194,7 @@ impl Feeds {
         if feeds.is_empty() {
             return;
         }
-        let stats: Vec<binlog::Stats> = feeds.iter().map(|f| f.stats()).collect();
+        let stats: Vec<crate::Stats> = feeds.iter().map(|f| f.stats()).collect();
         let sum = |f: fn(&Feed) -> &AtomicU64| feeds.iter().map(|x| f(x).load(Ordering::Relaxed)).sum::<u64>();
         sink.stat("binlog_feeds", Kind::Gauge, &stats.len());
         sink.stat("binlog_connected", Kind::Gauge, &u64::from(stats.iter().all(|s| s.connected)));

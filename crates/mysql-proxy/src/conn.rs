@@ -1,6 +1,6 @@
 //! One MySQL client connection: handshake, then the command loop. Every command goes to
 //! the client's own backend connection (1:1); cacheable reads may be answered from the
-//! query cache instead (see [`super::cache`]).
+//! query cache instead (see [`crate::cache`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,13 +8,13 @@ use std::sync::Arc;
 use protocol_mysql::command::*;
 use tokio::net::TcpStream;
 
-use super::cache::{CacheConn, Handled};
-use super::counters::Served;
-use super::errors;
-use super::handshake::{self, Login, Outcome};
-use super::relay::{relay_reply, RelayError, Sink};
-use super::wire::{Wire, MAX_LOGIN_MESSAGE, MAX_MESSAGE};
-use super::Proxy;
+use crate::cache::{CacheConn, Decision};
+use crate::counters::Served;
+use crate::errors;
+use crate::handshake::{self, Login, Outcome};
+use crate::relay::{drain_reply, relay_reply, RelayError, Sink};
+use crate::wire::{Wire, MAX_LOGIN_MESSAGE, MAX_MESSAGE};
+use crate::Proxy;
 use protocol_mysql::reply::{Expect, Reply};
 
 /// Serves one accepted client socket until it quits or either side goes away.
@@ -179,23 +179,12 @@ impl Conn {
                 COM_STMT_FETCH => Expect::Rows,
                 _ => Expect::Single,
             };
-            if expect == Expect::Results
+            let cached = expect == Expect::Results
                 || code == COM_INIT_DB
                 || code == COM_STMT_PREPARE
-                || code == COM_RESET_CONNECTION
-            {
-                match super::cache::command(self, len, code, last_seq).await? {
-                    Handled::Hit => {
-                        self.proxy.counters.served(started, Served::Hit);
-                        continue;
-                    }
-                    Handled::Miss => {
-                        self.proxy.counters.served(started, Served::Miss);
-                        continue;
-                    }
-                    Handled::Done => continue,
-                    Handled::No => {}
-                }
+                || code == COM_RESET_CONNECTION;
+            if cached && self.cache.enabled() && self.through_cache(len, code, last_seq, started).await? {
+                continue;
             }
             self.forward(len, last_seq).await?;
             let mut reply = Reply::new(expect, self.login.caps);
@@ -215,6 +204,73 @@ impl Conn {
                 self.proxy.counters.served(started, Served::Passthrough);
             }
         }
+    }
+
+    /// Runs command `code` (`len` buffered bytes, last sequence id `seq`, begun at
+    /// `started`) as the query cache decides; false if it is to be forwarded as usual.
+    async fn through_cache(
+        &mut self,
+        len: usize,
+        code: u8,
+        seq: u8,
+        started: Option<std::time::Instant>,
+    ) -> Result<bool, RelayError> {
+        let replay = self.cache.replay_first(&self.client.message(len).payload, code);
+        if let Some(packet) = replay {
+            // The last command was a hit and this one asks about it: the backend runs it first.
+            self.server.write(&packet).await.map_err(RelayError::Backend)?;
+            drain_reply(&mut self.server, &mut Reply::new(Expect::Results, self.login.caps)).await?;
+        }
+        let decision = {
+            let msg = self.client.message(len);
+            self.cache.decide(&self.client.buffered()[..len], &msg.payload, code, seq, self.login.caps)
+        };
+        match decision {
+            Decision::Forward => return Ok(false),
+            Decision::Answer(bytes) => self.answer(len, &bytes).await?,
+            Decision::Fill(fill) => {
+                let t0 = std::time::Instant::now();
+                self.forward(len, seq).await?;
+                let mut reply = Reply::new(Expect::Results, self.login.caps);
+                let mut copy = Vec::new();
+                let cache = &mut self.cache;
+                let mut end = |r: &Reply| cache.after_reply(r, code);
+                let (server, client, backend) = (&mut self.server, &mut self.client, &self.proxy.backend);
+                // A failed relay drops the fill unfinished, which wakes its followers.
+                relay_reply(server, client, &mut reply, Sink::Copy(&mut copy), seq, backend, &mut end).await?;
+                self.cache.filled(fill, &reply, &copy, t0.elapsed().as_micros() as u64);
+                self.proxy.counters.served(started, Served::Miss);
+                return Ok(true);
+            }
+            Decision::Wait(waiter) => match waiter.wait().await {
+                Some(shared) => {
+                    let bytes = self.cache.served(shared.to_vec(), &self.client.buffered()[..len], code);
+                    self.answer(len, &bytes).await?;
+                }
+                None => return Ok(false), // the leader's query failed: ask the backend
+            },
+            Decision::Reset => {
+                self.forward(len, seq).await?;
+                let mut reply = Reply::new(Expect::Single, self.login.caps);
+                let (cache, login) = (&mut self.cache, &self.login);
+                let mut end = |r: &Reply| {
+                    if !r.error {
+                        cache.after_reset(login);
+                    }
+                };
+                let (server, client, backend) = (&mut self.server, &mut self.client, &self.proxy.backend);
+                relay_reply(server, client, &mut reply, Sink::Stream, seq, backend, &mut end).await?;
+                return Ok(true);
+            }
+        }
+        self.proxy.counters.served(started, Served::Hit);
+        Ok(true)
+    }
+
+    /// Answers the buffered command (`len` bytes) with `bytes` from the cache.
+    async fn answer(&mut self, len: usize, bytes: &[u8]) -> Result<(), RelayError> {
+        self.client.consume(len);
+        self.client.write(bytes).await.map_err(RelayError::Client)
     }
 
     /// Sends the client's buffered message of `len` bytes (last sequence id `seq`) to the

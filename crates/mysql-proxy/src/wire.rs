@@ -8,7 +8,7 @@ use protocol_mysql::{parse_message, Message};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::stream::{Rewind, Stream};
+use crate::stream::{Rewind, Stream};
 
 /// Largest message accepted from a client or a backend (MySQL's `max_allowed_packet` maximum).
 pub const MAX_MESSAGE: usize = 1 << 30;

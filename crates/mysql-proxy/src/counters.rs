@@ -91,3 +91,21 @@ impl Counters {
         );
     }
 }
+
+/// Writes the query cache's figures (the binlog's are `binlog::feeds::Feeds::write_stats`).
+pub fn write_cache(qc: &querycache::QueryCache, sink: &mut dyn StatSink) {
+    let s = qc.stats();
+    sink.stat("Qcache_hits", Kind::Counter, &s.hits);
+    sink.stat("Qcache_inserts", Kind::Counter, &s.inserts);
+    sink.stat("Qcache_not_cached", Kind::Counter, &s.not_cached);
+    sink.stat("Qcache_lowmem_prunes", Kind::Counter, &s.lowmem_prunes);
+    sink.stat("Qcache_queries_in_cache", Kind::Gauge, &s.queries_in_cache);
+    sink.stat("Qcache_invalidations_proxy", Kind::Counter, &s.invalidations_proxy);
+    sink.stat("Qcache_invalidations_binlog_rows", Kind::Counter, &s.invalidations_binlog_rows);
+    sink.stat("Qcache_invalidations_table", Kind::Counter, &s.invalidations_table);
+    sink.stat("Qcache_invalidations_all", Kind::Counter, &s.invalidations_all);
+    sink.stat("Qcache_fills_refused", Kind::Counter, &s.fills_refused);
+    sink.stat("Qcache_shared_misses", Kind::Counter, &s.shared_misses);
+    sink.stat("Qcache_online", Kind::Gauge, &u64::from(s.online));
+    sink.stat("Qcache_bytes", Kind::Gauge, &s.bytes);
+}

@@ -14,25 +14,28 @@ use protocol_mysql::command::{
 use protocol_mysql::{Command, FieldType, Value};
 use querycache::session::Session;
 use querycache::types::{Param, Plan};
-use querycache::{FillStart, Outcome, Prepared};
+use querycache::{Fill, FillStart, Outcome, Prepared, Waiter};
 
-use super::conn::Conn;
-use super::handshake::Login;
-use super::relay::{drain_reply, relay_reply as relay, RelayError, Sink};
-use super::start::SharedCache;
-use super::Proxy;
-use protocol_mysql::reply::{Expect, Reply};
+use crate::handshake::Login;
+use crate::Proxy;
+use protocol_mysql::reply::Reply;
+use querycache::QueryCache;
 
-/// Whether the cache layer answered a command itself.
-pub enum Handled {
-    /// Answered from the cache (a hit, or a miss that waited for an identical one).
-    Hit,
-    /// A cacheable read: forwarded, its reply sent and stored.
-    Miss,
-    /// Another command forwarded (or answered) here and its reply sent.
-    Done,
-    /// Not handled here: forward it normally.
-    No,
+/// What the cache decides for one command. The connection ([`crate::conn`]) does the I/O:
+/// the cache never reads or writes a socket.
+pub enum Decision {
+    /// Forward the command and relay its reply ([`CacheConn::after_reply`] sees it end).
+    Forward,
+    /// Answered from the cache: these bytes are the whole reply; nothing is forwarded.
+    Answer(Vec<u8>),
+    /// A miss this connection fills: forward, relay the reply while copying it, then
+    /// [`CacheConn::filled`].
+    Fill(Fill),
+    /// An identical miss is in flight: await it, then answer with [`CacheConn::served`]
+    /// (or forward, if it failed).
+    Wait(Waiter),
+    /// COM_RESET_CONNECTION: forward, relay, then [`CacheConn::after_reset`] if it succeeded.
+    Reset,
 }
 
 /// A prepared statement the backend accepted.
@@ -55,7 +58,7 @@ const LAST_PREPARED: u32 = 0xFFFF_FFFF;
 
 /// Per-connection cache state (nothing when the proxy does not cache).
 pub struct CacheConn {
-    cache: Option<Arc<SharedCache>>,
+    cache: Option<Arc<QueryCache>>,
     session: Option<Session>,
     stmts: HashMap<u32, Stmt>,
     /// The id of the last statement prepared, what the id 0xFFFFFFFF stands for.
@@ -75,13 +78,13 @@ pub struct CacheConn {
     last_hit: Option<Vec<u8>>,
 }
 
-fn session_for(cache: &SharedCache, login: &Login) -> Session {
-    cache.qc.set_backend_version(&login.server_version);
+fn session_for(cache: &QueryCache, login: &Login) -> Session {
+    cache.set_backend_version(&login.server_version);
     let user = String::from_utf8_lossy(&login.user);
     let db = login.db.as_deref().map(String::from_utf8_lossy);
     let caps = u64::from(login.caps) | (u64::from(login.mariadb_caps) << 32);
-    let mut s = cache.qc.session(&user, db.as_deref(), login.charset, caps);
-    cache.qc.on_reply(&mut s, login.status, true);
+    let mut s = cache.session(&user, db.as_deref(), login.charset, caps);
+    cache.on_reply(&mut s, login.status, true);
     s
 }
 
@@ -105,7 +108,7 @@ impl CacheConn {
     /// A new session (COM_CHANGE_USER, COM_RESET_CONNECTION): variables and statements are gone.
     pub fn reset(&mut self, _proxy: &Arc<Proxy>, login: &Login) {
         if let (Some(c), Some(s)) = (&self.cache, &mut self.session) {
-            c.qc.on_backend_lost(s); // invalidate what an open transaction may have written
+            c.on_backend_lost(s); // invalidate what an open transaction may have written
             *s = session_for(c, login);
         }
         self.stmts.clear();
@@ -147,9 +150,9 @@ impl CacheConn {
         }
         let (Some(c), Some(s)) = (&self.cache, &mut self.session) else { return };
         if reply.error {
-            c.qc.on_reply(s, 0, false);
+            c.on_reply(s, 0, false);
         } else if let Some(status) = reply.status {
-            c.qc.on_reply(s, status, true);
+            c.on_reply(s, status, true);
         }
     }
 
@@ -177,12 +180,12 @@ impl CacheConn {
     /// The backend connection broke: what the session may have written is invalidated.
     pub fn backend_lost(&mut self) {
         if let (Some(c), Some(s)) = (&self.cache, &mut self.session) {
-            c.qc.on_backend_lost(s);
+            c.on_backend_lost(s);
         }
     }
 
     /// COM_RESET_CONNECTION succeeded.
-    fn after_reset(&mut self, login: &Login) {
+    pub fn after_reset(&mut self, login: &Login) {
         let db = self.session.as_ref().and_then(|s| s.db().map(|d| d.as_bytes().to_vec()));
         if let Some(c) = &self.cache {
             let login = Login { db, ..login.clone() };
@@ -190,116 +193,113 @@ impl CacheConn {
         }
         self.stmts.clear();
     }
-}
 
-/// Handles a command through the cache (COM_QUERY, COM_STMT_*, COM_INIT_DB, COM_RESET_CONNECTION).
-pub async fn command(conn: &mut Conn, len: usize, code: u8, seq: u8) -> Result<Handled, RelayError> {
-    let Some(cache) = conn.cache.cache.clone() else { return Ok(Handled::No) };
-    if conn.cache.last_hit.is_some() && asks_about_last(conn, len, code) {
-        replay_last_hit(conn).await?;
+    /// Whether the proxy caches (else every command is forwarded untouched).
+    pub fn enabled(&self) -> bool {
+        self.cache.is_some()
     }
-    let plan = {
-        let msg = conn.client.message(len);
-        let payload = &msg.payload[..];
-        let cc = &mut conn.cache;
-        let Some(session) = cc.session.as_mut() else { return Ok(Handled::No) };
-        match code {
-            COM_QUERY => cache.qc.on_query(session, &payload[1..]),
+
+    /// The packet to run on the backend first, its reply discarded: the last command, if
+    /// it was answered from the cache and this one (`payload`, code `code`) asks about it,
+    /// so the backend's diagnostics describe it (as they would have without the cache).
+    pub fn replay_first(&mut self, payload: &[u8], code: u8) -> Option<Vec<u8>> {
+        self.cache.as_ref()?;
+        if self.last_hit.is_none() || !self.asks_about_last(payload, code) {
+            return None;
+        }
+        let packet = self.last_hit.take()?;
+        if packet.get(4) == Some(&COM_STMT_EXECUTE) {
+            let id = packet.get(5..9).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            if let Some(s) = id.and_then(|id| self.stmts.get_mut(&id)) {
+                s.backend_types = true;
+            }
+        }
+        Some(packet)
+    }
+
+    /// Decides command `code` (COM_QUERY, COM_STMT_*, COM_INIT_DB, COM_RESET_CONNECTION):
+    /// `packet` is the command as the client sent it, `payload` its body, `seq` its last
+    /// sequence id. Writes are planned here too: their invalidations run in
+    /// [`CacheConn::after_reply`], before the client sees the end of their reply.
+    pub fn decide(&mut self, packet: &[u8], payload: &[u8], code: u8, seq: u8, caps: u32) -> Decision {
+        let Some(cache) = self.cache.clone() else { return Decision::Forward };
+        let Some(session) = self.session.as_mut() else { return Decision::Forward };
+        let plan = match code {
+            COM_QUERY => cache.on_query(session, &payload[1..]),
             COM_STMT_EXECUTE => {
-                let out = ExecOut { pending: &mut cc.pending_exec, typed: &mut cc.typed_exec };
+                let out = ExecOut { pending: &mut self.pending_exec, typed: &mut self.typed_exec };
                 let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
                 let id = match id {
-                    Some(LAST_PREPARED) => cc.last_prepared.or(id),
+                    Some(LAST_PREPARED) => self.last_prepared.or(id),
                     id => id,
                 };
-                match id.and_then(|id| execute_plan(&cache, session, &mut cc.stmts, out, payload, id, conn.login.caps))
-                {
+                match id.and_then(|id| execute_plan(&cache, session, &mut self.stmts, out, payload, id, caps)) {
                     Some(plan) => plan,
                     // Not a statement prepared here, or a packet the proxy cannot read:
                     // if the backend runs it anyway, it may write anything.
-                    None => cache.qc.on_unknown_statement(session),
+                    None => cache.on_unknown_statement(session),
                 }
             }
             COM_STMT_PREPARE => {
-                cc.preparing = Some((cache.qc.prepare(session, &payload[1..]), is_diagnostic(&payload[1..])));
-                return Ok(Handled::No);
+                self.preparing = Some((cache.prepare(session, &payload[1..]), is_diagnostic(&payload[1..])));
+                return Decision::Forward;
             }
             COM_INIT_DB => {
-                cache.qc.on_init_db(session, &String::from_utf8_lossy(&payload[1..]));
-                return Ok(Handled::No);
+                cache.on_init_db(session, &String::from_utf8_lossy(&payload[1..]));
+                return Decision::Forward;
             }
-            COM_RESET_CONNECTION => {
-                conn.forward(len, seq).await?;
-                let mut reply = Reply::new(Expect::Single, conn.login.caps);
-                let login = conn.login.clone();
-                let cache = &mut conn.cache;
-                let mut end = |r: &Reply| {
-                    if !r.error {
-                        cache.after_reset(&login);
-                    }
-                };
-                relay(&mut conn.server, &mut conn.client, &mut reply, Sink::Stream, seq, &conn.proxy.backend, &mut end)
-                    .await?;
-                return Ok(Handled::Done);
-            }
-            _ => return Ok(Handled::No),
+            COM_RESET_CONNECTION => return Decision::Reset,
+            _ => return Decision::Forward,
+        };
+        let Plan::Cached { key, tags } = plan else { return Decision::Forward };
+        if seq != 0 {
+            return Decision::Forward; // a split command: replies would not start at sequence id 1
         }
-    };
-    match plan {
-        Plan::Forward { .. } => Ok(Handled::No),
-        Plan::Write(_) => Ok(Handled::No), // on_reply applies its invalidations before the client sees the end
-        Plan::Cached { key, tags } => {
-            if seq != 0 {
-                return Ok(Handled::No); // a split command: replies would not start at sequence id 1
+        if let Some(bytes) = cache.lookup(&key) {
+            return Decision::Answer(self.served(bytes, packet, code));
+        }
+        match cache.begin_fill(&key, &tags) {
+            FillStart::Leader(fill) => Decision::Fill(fill),
+            FillStart::Follower(waiter) => Decision::Wait(waiter),
+            // A transaction's read whose snapshot may predate a change: the backend answers.
+            FillStart::Bypass => Decision::Forward,
+        }
+    }
+
+    /// A stored reply about to answer command `packet` (code `code`): rewritten for this
+    /// session's transaction state, counted, and remembered for a later diagnostic's replay.
+    pub fn served(&mut self, mut bytes: Vec<u8>, packet: &[u8], code: u8) -> Vec<u8> {
+        if let (Some(c), Some(s)) = (&self.cache, &self.session) {
+            c.serve_as(s, &mut bytes);
+            c.answered(s, Outcome::Hit, 0, bytes.len() as u64);
+        }
+        self.last_hit = match code {
+            COM_QUERY => Some(packet.to_vec()),
+            COM_STMT_EXECUTE => self.typed_exec.clone(),
+            _ => None,
+        };
+        bytes
+    }
+
+    /// A fill's reply was relayed in `us` microseconds: `copy` is stored if the reply can
+    /// be (dropping an unfinished `Fill` instead wakes the waiting followers).
+    pub fn filled(&mut self, fill: Fill, reply: &Reply, copy: &[u8], us: u64) {
+        let Some(c) = &self.cache else { return };
+        if let Some(s) = &self.session {
+            c.answered(s, Outcome::Miss, us, copy.len() as u64);
+        }
+        c.finish_fill(fill, reply.storable().then_some(copy));
+    }
+
+    /// Whether command `payload` (code `code`) is a diagnostic.
+    fn asks_about_last(&self, payload: &[u8], code: u8) -> bool {
+        match code {
+            COM_QUERY => is_diagnostic(&payload[1..]),
+            COM_STMT_EXECUTE => {
+                let id = self.stmt_id(payload);
+                id.and_then(|id| self.stmts.get(&id)).is_some_and(|s| s.diagnostic)
             }
-            if let Some(mut bytes) = cache.qc.lookup(&key) {
-                if let Some(s) = &conn.cache.session {
-                    cache.qc.serve_as(s, &mut bytes);
-                    cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
-                }
-                conn.cache.last_hit = hit_packet(conn, len, code);
-                conn.client.consume(len);
-                conn.client.write(&bytes).await.map_err(RelayError::Client)?;
-                return Ok(Handled::Hit);
-            }
-            match cache.qc.begin_fill(&key, &tags) {
-                FillStart::Leader(fill) => {
-                    let started = std::time::Instant::now();
-                    conn.forward(len, seq).await?;
-                    let mut reply = Reply::new(Expect::Results, conn.login.caps);
-                    let mut copy = Vec::new();
-                    let cc = &mut conn.cache;
-                    let mut end = |r: &Reply| cc.after_reply(r, code);
-                    let sink = Sink::Copy(&mut copy);
-                    let r =
-                        relay(&mut conn.server, &mut conn.client, &mut reply, sink, seq, &conn.proxy.backend, &mut end)
-                            .await;
-                    // Dropping the fill unfinished (relay failed) wakes the followers.
-                    r?;
-                    if let Some(s) = &conn.cache.session {
-                        let us = started.elapsed().as_micros() as u64;
-                        cache.qc.answered(s, Outcome::Miss, us, copy.len() as u64);
-                    }
-                    cache.qc.finish_fill(fill, reply.storable().then_some(&copy[..]));
-                    Ok(Handled::Miss)
-                }
-                FillStart::Follower(waiter) => match waiter.wait().await {
-                    Some(shared) => {
-                        let mut bytes = shared.to_vec();
-                        if let Some(s) = &conn.cache.session {
-                            cache.qc.serve_as(s, &mut bytes);
-                            cache.qc.answered(s, Outcome::Hit, 0, bytes.len() as u64);
-                        }
-                        conn.cache.last_hit = hit_packet(conn, len, code);
-                        conn.client.consume(len);
-                        conn.client.write(&bytes).await.map_err(RelayError::Client)?;
-                        Ok(Handled::Hit)
-                    }
-                    None => Ok(Handled::No),
-                },
-                // A transaction's read whose snapshot may predate a change: the backend answers.
-                FillStart::Bypass => Ok(Handled::No),
-            }
+            _ => false,
         }
     }
 }
@@ -314,7 +314,7 @@ struct ExecOut<'a> {
 
 /// The plan of a COM_STMT_EXECUTE of a statement prepared through the proxy.
 fn execute_plan(
-    cache: &SharedCache,
+    cache: &QueryCache,
     session: &mut Session,
     stmts: &mut HashMap<u32, Stmt>,
     out: ExecOut<'_>,
@@ -352,7 +352,7 @@ fn execute_plan(
     *out.typed = Some(typed);
     let allow_cache = !stmt.long_data && exec.flags & 0x07 == 0;
     stmt.long_data = false;
-    Some(cache.qc.on_execute(session, &stmt.prepared, &raw, &params, allow_cache))
+    Some(cache.on_execute(session, &stmt.prepared, &raw, &params, allow_cache))
 }
 
 /// The parameter block with the types in effect: when the client did not resend them,
@@ -379,43 +379,6 @@ fn is_diagnostic(sql: &[u8]) -> bool {
     const WORDS: [&[u8]; 5] = [b"warning", b"error", b"found_rows", b"row_count", b"diagnostics"];
     let lower = sql.to_ascii_lowercase();
     WORDS.iter().any(|w| lower.windows(w.len()).any(|x| x == *w))
-}
-
-/// Whether the buffered command (`len` bytes, code `code`) is a diagnostic.
-fn asks_about_last(conn: &Conn, len: usize, code: u8) -> bool {
-    let msg = conn.client.message(len);
-    match code {
-        COM_QUERY => is_diagnostic(&msg.payload[1..]),
-        COM_STMT_EXECUTE => {
-            let id = conn.cache.stmt_id(&msg.payload);
-            id.and_then(|id| conn.cache.stmts.get(&id)).is_some_and(|s| s.diagnostic)
-        }
-        _ => false,
-    }
-}
-
-/// The packet that re-runs a command answered from the cache (`None`: not replayable).
-fn hit_packet(conn: &Conn, len: usize, code: u8) -> Option<Vec<u8>> {
-    match code {
-        COM_QUERY => Some(conn.client.buffered()[..len].to_vec()),
-        COM_STMT_EXECUTE => conn.cache.typed_exec.clone(),
-        _ => None,
-    }
-}
-
-/// Runs the last cache hit on the backend and discards its reply, so the backend's
-/// diagnostics describe it (as they would have without the cache).
-async fn replay_last_hit(conn: &mut Conn) -> Result<(), RelayError> {
-    let Some(packet) = conn.cache.last_hit.take() else { return Ok(()) };
-    if packet.get(4) == Some(&COM_STMT_EXECUTE) {
-        let id = packet.get(5..9).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        if let Some(s) = id.and_then(|id| conn.cache.stmts.get_mut(&id)) {
-            s.backend_types = true;
-        }
-    }
-    conn.server.write(&packet).await.map_err(RelayError::Backend)?;
-    let mut reply = Reply::new(Expect::Results, conn.login.caps);
-    drain_reply(&mut conn.server, &mut reply).await
 }
 
 #[cfg(test)]

@@ -1,5 +1,9 @@
 //! TLS settings of the memcached port: `-Z` and memcached 1.6.18's `-o ssl_*` sub-options,
-//! with its names, defaults and parse errors. What they do is in `crate::tls`.
+//! with its names, defaults and parse errors. What they do is in the server's `tls` module; the files they name are loaded here.
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::RootCertStore;
 
 /// `-Z` (`--enable-ssl`) and the `-o ssl_*` sub-options.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +122,59 @@ pub fn listener_tls(spec: &str, tls_enabled: bool) -> (&str, bool) {
     match spec.strip_prefix(NOTLS_PREFIX) {
         Some(rest) => (rest, false),
         None => (spec, tls_enabled),
+    }
+}
+
+// Loading the files the settings name (at start, so a bad file stops it, and again on
+// `refresh_certs`). memcached's error wording; used by `-Z` and the MySQL proxy's TLS.
+
+/// A PEM certificate chain, with memcached's error wording.
+pub fn load_chain(path: Option<&str>) -> Result<Vec<CertificateDer<'static>>, String> {
+    let shown = path.unwrap_or("(null)");
+    let err = |why: String| format!("Error loading the certificate chain: {shown} : {why}");
+    let path = path.ok_or_else(|| err("no ssl_chain_cert given".into()))?;
+    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
+    let chain: Vec<_> =
+        CertificateDer::pem_slice_iter(&bytes).collect::<Result<_, _>>().map_err(|e| err(format!("{e}")))?;
+    if chain.is_empty() {
+        return Err(err("no PEM certificate in the file (PEM routines::no start line)".into()));
+    }
+    Ok(chain)
+}
+
+/// A private key, PEM (`format` 1) or DER (2), with memcached's error wording.
+pub fn load_key(path: Option<&str>, format: i64) -> Result<PrivateKeyDer<'static>, String> {
+    let shown = path.unwrap_or("(null)");
+    let err = |why: String| format!("Error loading the key: {shown} : {why}");
+    let path = path.ok_or_else(|| err("no ssl_key given".into()))?;
+    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
+    match format {
+        1 => PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| err(format!("{e}"))),
+        2 => PrivateKeyDer::try_from(bytes).map_err(|e| err(e.to_string())),
+        _ => Err(err("bad ssl filetype (ssl_keyformat is 1 for PEM or 2 for DER)".into())),
+    }
+}
+
+/// PEM CA certificates to verify peers against.
+pub fn load_roots(path: &str) -> Result<RootCertStore, String> {
+    let err = |why: String| format!("Error loading the CA certificate: {path} : {why}");
+    let bytes = std::fs::read(path).map_err(|e| err(io_reason(&e)))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&bytes) {
+        roots.add(cert.map_err(|e| err(format!("{e}")))?).map_err(|e| err(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(err("no PEM certificate in the file".into()));
+    }
+    Ok(roots)
+}
+
+/// An I/O error as strerror says it ("No such file or directory").
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 

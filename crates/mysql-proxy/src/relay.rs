@@ -5,8 +5,8 @@ use std::io;
 
 use protocol_mysql::parse_packet;
 
-use super::errors;
-use super::wire::Wire;
+use crate::errors;
+use crate::wire::Wire;
 use protocol_mysql::reply::{Reply, Step};
 
 /// Where the reply's bytes go besides the client.

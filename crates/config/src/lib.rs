@@ -12,6 +12,16 @@ pub mod invalidate;
 pub mod mysql;
 pub mod tls;
 
+/// How log lines are written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `sqlcached: message`, `sqlcached: warning: message`.
+    #[default]
+    Text,
+    /// `{"ts":"2026-11-24T22:50:01.123Z","level":"INFO","target":"...","msg":"..."}`.
+    Json,
+}
+
 /// Which protocols a connection may speak (`-B`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -113,7 +123,7 @@ pub struct Config {
     /// `--config FILE` the settings were read from (flags override it).
     pub config_file: Option<String>,
     /// `--log-format`: text (default) or json lines.
-    pub log_format: crate::logging::Format,
+    pub log_format: LogFormat,
     /// Run in the background (`-d`).
     pub daemonize: bool,
     /// `--metrics-listen ADDR`: the admin HTTP endpoint (`/metrics`).
@@ -434,8 +444,8 @@ impl Config {
                 Long("metrics-listen") => c.metrics_listen = Some(val(&mut p)?),
                 Long("log-format") => {
                     c.log_format = match val(&mut p)?.as_str() {
-                        "text" => crate::logging::Format::Text,
-                        "json" => crate::logging::Format::Json,
+                        "text" => LogFormat::Text,
+                        "json" => LogFormat::Json,
                         other => return Err(format!("--log-format must be text or json, not '{other}'")),
                     }
                 }

@@ -13,8 +13,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, ServerConfig, SignatureScheme};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::config::mysql::{BackendTls, MysqlConfig};
-use crate::tls::{load_chain, load_key, load_roots};
+use config::mysql::{BackendTls, MysqlConfig};
+use config::tls::{load_chain, load_key, load_roots};
 
 /// The proxy's TLS configurations.
 #[derive(Default)]

@@ -1,0 +1,73 @@
+//! Starting the query cache and its feeds (metadata task, binlog follower).
+
+use std::sync::Arc;
+
+use querycache::config::{Config, Mode};
+use querycache::QueryCache;
+
+use binlog::feeds::Feeds;
+use config::mysql::{CacheType, MysqlConfig};
+
+/// Creates the cache (offline until the binlog flows) and starts its feeds; none with
+/// `--query-cache-type OFF` or without `--mysql-user` (then the proxy caches nothing).
+pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<QueryCache>>> {
+    let mode = match cfg.cache_type {
+        CacheType::On => Mode::On,
+        CacheType::Demand => Mode::Demand,
+        CacheType::Off => return Ok(None),
+    };
+    let Some(user) = cfg.user.clone() else {
+        log::warn!(
+            "mysql proxy: no --mysql-user: caching nothing (without following the backend's binlog, cached \
+             results could be changed behind the proxy's back)"
+        );
+        return Ok(None);
+    };
+    let password = cfg.password()?;
+    if password.is_empty() {
+        log::warn!(
+            "mysql proxy: --mysql-user {user} has no password (no --mysql-password-file, no \
+             SQLCACHED_MYSQL_PASSWORD): logging in without one"
+        );
+    }
+    let backend = cfg.backend.clone().unwrap_or_default();
+    let qc = QueryCache::new(Config {
+        size: cfg.cache_size,
+        limit: cfg.cache_limit,
+        mode,
+        in_transactions: cfg.in_transactions,
+    });
+    qc.set_online(false);
+    let cache = Arc::new(qc);
+    let (host, port) = split_host_port(&backend)?;
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host)
+        .tcp_port(port)
+        .user(Some(user.clone()))
+        .pass(Some(password.clone()))
+        .prefer_socket(false);
+    crate::metadata::spawn(cache.clone(), opts.into())?;
+    let sink = crate::feed::sink(cache.clone(), backend.clone());
+    let config = binlog::Config { backend, user, password, server_id: cfg.server_id(), start: None };
+    feeds.subscribe(config, "the query cache", true, sink);
+    Ok(Some(cache))
+}
+
+/// Splits `host:port` (`[v6]:port` too).
+fn split_host_port(addr: &str) -> std::io::Result<(String, u16)> {
+    let bad =
+        || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--mysql-backend {addr}: want host:port"));
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_string(), port.parse().map_err(|_| bad())?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_port() {
+        assert_eq!(super::split_host_port("db:3306").unwrap(), ("db".to_string(), 3306));
+        assert_eq!(super::split_host_port("[::1]:3307").unwrap(), ("::1".to_string(), 3307));
+        assert!(super::split_host_port("db").is_err());
+    }
+}
