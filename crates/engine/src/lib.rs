@@ -32,3 +32,4 @@ pub use clock::Clock;
 pub use config::EngineConfig;
 pub use item::Item;
 pub use store::{Access, Engine};
+pub use tier::Receipt;

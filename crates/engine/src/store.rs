@@ -11,7 +11,7 @@ use crate::config::EngineConfig;
 use crate::item::{Item, FETCHED, ITEM_UPDATE_INTERVAL, KEY_BINARY, STALE, WON};
 use crate::shard::{KeyHasher, Shard};
 use crate::stats::{EngineStats, ShardStats};
-use crate::tier::{Tier, TierItem};
+use crate::tier::{Receipt, Tier, TierItem};
 
 /// Pads a shard lock to its own cache line so shards do not false-share.
 #[repr(align(64))]
@@ -121,12 +121,13 @@ impl Engine {
         &self.clock
     }
 
-    /// Lock the shard that owns `key` and work on that key.
+    /// Lock the shard that owns `key` and work on that key; what reaches the tier is
+    /// noted on `receipt`.
     #[inline]
-    pub fn access<'a>(&'a self, key: &'a [u8]) -> Access<'a> {
+    pub fn access<'a>(&'a self, key: &'a [u8], receipt: &'a Receipt) -> Access<'a> {
         let hash = self.hasher.hash_one(key);
         let shard = self.shards[(hash >> 32) as usize & self.mask].0.lock();
-        Access { engine: self, shard, hash, key, now: self.clock.now(), slot: None }
+        Access { engine: self, shard, hash, key, now: self.clock.now(), slot: None, receipt }
     }
 
     /// A fresh CAS unique.
@@ -140,14 +141,14 @@ impl Engine {
 
     /// `flush_all`: with no delay drop everything now; with a delay (a client exptime),
     /// invalidate everything stored before that time once it arrives.
-    pub fn flush_all(&self, delay: i64) {
+    pub fn flush_all(&self, delay: i64, receipt: &Receipt) {
         self.cmd_flush.fetch_add(1, Ordering::Relaxed);
         if delay > 0 {
             let at = self.clock.realtime(delay);
             self.flush_at.store(at, Ordering::Relaxed);
             self.flush_at_unix.store(self.clock.to_unix(at), Ordering::Relaxed);
             if let Some(t) = &self.tier {
-                t.flush(self.clock.to_unix(at));
+                receipt.note(t.flush(self.clock.to_unix(at)));
             }
             return;
         }
@@ -157,7 +158,7 @@ impl Engine {
         // store racing with flush_all is either flushed in both tiers or kept in both.
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
         if let Some(t) = &self.tier {
-            t.flush(0);
+            receipt.note(t.flush(0));
         }
         for s in guards.iter_mut() {
             let freed = s.clear();
@@ -261,6 +262,8 @@ pub struct Access<'a> {
     key: &'a [u8],
     now: u32,
     slot: Option<u32>,
+    /// Where the tier's numbers for this access's writes go.
+    receipt: &'a Receipt,
 }
 
 impl<'a> Access<'a> {
@@ -307,7 +310,7 @@ impl<'a> Access<'a> {
             self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
             self.slot = None;
             if let Some(t) = &self.engine.tier {
-                t.delete(self.key);
+                self.receipt.note(t.delete(self.key));
             }
             return Err(why);
         }
@@ -327,14 +330,14 @@ impl<'a> Access<'a> {
         let exptime = if ti.exptime_unix == 0 { 0 } else { clock.realtime(ti.exptime_unix) };
         let mut item = Item::new(self.key, &[&ti.value], ti.flags, exptime, self.now);
         if item.is_expired(self.now) {
-            tier.delete(self.key);
+            self.receipt.note(tier.delete(self.key));
             return Err(Miss::Expired);
         }
         let stored = ti.stored_unix - clock.process_started();
         item.stored = stored.clamp(0, u32::MAX as i64) as u32;
         let flush_at = self.engine.flush_at_unix.load(Ordering::Relaxed);
         if flush_at != 0 && flush_at <= clock.unix_now() && ti.stored_unix < flush_at {
-            tier.delete(self.key);
+            self.receipt.note(tier.delete(self.key));
             return Err(Miss::Flushed);
         }
         item.cas = ti.cas;
@@ -376,7 +379,7 @@ impl<'a> Access<'a> {
         let freed = self.shard.remove(self.hash, idx);
         self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
         if let Some(t) = &self.engine.tier {
-            t.delete(self.key);
+            self.receipt.note(t.delete(self.key));
         }
         true
     }
@@ -394,7 +397,7 @@ impl<'a> Access<'a> {
         }
         match &self.engine.tier {
             Some(t) if t.get(self.key).is_some() => {
-                t.delete(self.key);
+                self.receipt.note(t.delete(self.key));
                 true
             }
             _ => false,
@@ -417,7 +420,7 @@ impl<'a> Access<'a> {
         let idx = self.link(item, true)?;
         if let Some(t) = &self.engine.tier {
             let it = self.shard.get(idx);
-            t.put(self.key, tier_item(self.engine, it), replaced);
+            self.receipt.note(t.put(self.key, tier_item(self.engine, it), replaced));
         }
         Ok(cas)
     }
@@ -426,7 +429,7 @@ impl<'a> Access<'a> {
     pub fn changed(&mut self) {
         if let (Some(t), Some(idx)) = (&self.engine.tier, self.slot) {
             let it = self.shard.get(idx);
-            t.put(self.key, tier_item(self.engine, it), true);
+            self.receipt.note(t.put(self.key, tier_item(self.engine, it), true));
         }
     }
 

@@ -5,6 +5,41 @@
 //! changes happen to each key (calls are made under the key's shard lock), and reads from
 //! it on a memory miss. With no tier configured the engine is plain memcached.
 
+/// A tier's number for one change it accepted (0: nothing to wait for). A change is
+/// durable once the tier says so for its number; numbers grow, so the highest number a
+/// connection got covers every change it made before.
+pub type WriteNo = u64;
+
+/// What one caller's writes reached the tier as: the highest [`WriteNo`] of the changes
+/// made through it. Every [`crate::Access`] is opened with one, so no write can escape it;
+/// a connection keeps one, takes it after each command and waits for that number before
+/// it acknowledges (`--data-dir`). Callers that acknowledge nothing pass a fresh one.
+#[derive(Debug, Default)]
+pub struct Receipt(std::sync::atomic::AtomicU64);
+
+impl Receipt {
+    /// The receipt of callers that acknowledge nothing: an engine without a tier (the
+    /// query cache, `caching` containers) or a change nobody waits for (binlog rules).
+    pub fn none() -> &'static Receipt {
+        static NONE: Receipt = Receipt(std::sync::atomic::AtomicU64::new(0));
+        &NONE
+    }
+
+    /// Records a change the tier numbered `no` (0: none).
+    #[inline]
+    pub fn note(&self, no: WriteNo) {
+        if no > 0 {
+            self.0.fetch_max(no, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// The highest number noted since the last call (0 if none), and starts again.
+    #[inline]
+    pub fn take(&self) -> WriteNo {
+        self.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// An item as the storage tier sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TierItem {
@@ -28,12 +63,13 @@ pub trait Tier: Send + Sync {
     fn get(&self, key: &[u8]) -> Option<TierItem>;
     /// Persist a stored item; `replaced` says whether the key already had an item (the
     /// engine always looks a key up, in memory or below, before storing it).
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool);
-    /// Persist a removal.
-    fn delete(&self, key: &[u8]);
+    /// Returns the change's number (durable once the tier says so).
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool) -> WriteNo;
+    /// Persist a removal; returns its number.
+    fn delete(&self, key: &[u8]) -> WriteNo;
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored
-    /// before that unix time are dropped once it passes.
-    fn flush(&self, at_unix: i64);
+    /// before that unix time are dropped once it passes. Returns its number.
+    fn flush(&self, at_unix: i64) -> WriteNo;
     /// Writes the tier's own figures (`stats` lines) into `sink`.
     fn stats(&self, sink: &mut dyn crate::stats::StatSink) {
         let _ = sink;

@@ -1,7 +1,7 @@
 //! Engine behaviour through its public operations.
 
 use engine::ops::{self, ArithOutcome, ArithRequest, DeleteOutcome, GetOptions, StoreMode, StoreOutcome, StoreRequest};
-use engine::{Clock, Engine, EngineConfig};
+use engine::{Clock, Engine, EngineConfig, Receipt};
 
 fn engine(mb: usize) -> (Engine, Clock) {
     let clock = Clock::manual();
@@ -12,11 +12,11 @@ fn engine(mb: usize) -> (Engine, Clock) {
 fn set(e: &Engine, mode: StoreMode, key: &[u8], value: &[u8], exptime: i64, cas: u64) -> StoreOutcome {
     let r =
         StoreRequest { mode, key, value, flags: 7, exptime, cas, set_stale: false, vivify: None, key_binary: false };
-    ops::store(e, &r)
+    ops::store(e, &r, Receipt::none())
 }
 
 fn get(e: &Engine, key: &[u8]) -> Option<Vec<u8>> {
-    ops::get(e, key, GetOptions::default(), |it| it.map(|it| it.value().to_vec()))
+    ops::get(e, key, GetOptions::default(), Receipt::none(), |it| it.map(|it| it.value().to_vec()))
 }
 
 #[test]
@@ -32,9 +32,9 @@ fn storage_modes() {
     assert_eq!(set(&e, StoreMode::Cas, b"k", b"w", 0, cas + 1), StoreOutcome::Exists);
     assert!(matches!(set(&e, StoreMode::Cas, b"k", b"w", 0, cas), StoreOutcome::Stored(_)));
     assert_eq!(set(&e, StoreMode::Cas, b"zz", b"w", 0, cas), StoreOutcome::NotFound);
-    assert_eq!(ops::delete(&e, b"k", 1), DeleteOutcome::Exists);
-    assert_eq!(ops::delete(&e, b"k", 0), DeleteOutcome::Deleted);
-    assert_eq!(ops::delete(&e, b"k", 0), DeleteOutcome::NotFound);
+    assert_eq!(ops::delete(&e, b"k", 1, Receipt::none()), DeleteOutcome::Exists);
+    assert_eq!(ops::delete(&e, b"k", 0, Receipt::none()), DeleteOutcome::Deleted);
+    assert_eq!(ops::delete(&e, b"k", 0, Receipt::none()), DeleteOutcome::NotFound);
 }
 
 #[test]
@@ -47,12 +47,12 @@ fn ttl_and_flush() {
     clock.advance(3);
     assert!(get(&e, b"short").is_none());
     assert!(get(&e, b"never").is_some());
-    e.flush_all(0);
+    e.flush_all(0, Receipt::none());
     assert!(get(&e, b"never").is_none());
     assert_eq!(e.mem_used(), 0);
     // A delayed flush only takes effect later.
     set(&e, StoreMode::Set, b"k", b"x", 0, 0);
-    e.flush_all(10);
+    e.flush_all(10, Receipt::none());
     assert!(get(&e, b"k").is_some());
     clock.advance(10);
     assert!(get(&e, b"k").is_none());
@@ -61,8 +61,9 @@ fn ttl_and_flush() {
 #[test]
 fn arithmetic() {
     let (e, _) = engine(8);
-    let incr =
-        |delta, incr| ops::arith(&e, &ArithRequest { key: b"n", incr, delta, cas: 0, create: None, touch: None });
+    let incr = |delta, incr| {
+        ops::arith(&e, &ArithRequest { key: b"n", incr, delta, cas: 0, create: None, touch: None }, Receipt::none())
+    };
     assert_eq!(incr(1, true), ArithOutcome::NotFound);
     set(&e, StoreMode::Set, b"n", b"18446744073709551615", 0, 0);
     assert!(matches!(incr(2, true), ArithOutcome::Done { value: 1, .. }));
@@ -139,7 +140,7 @@ fn invalidation_holds_fills() {
     use std::time::{Duration, Instant};
     let (e, _) = engine(8);
     set(&e, StoreMode::Set, b"user:1", b"old", 0, 0);
-    assert!(e.access(b"user:1").invalidate(Some(Instant::now() + Duration::from_millis(200))));
+    assert!(e.access(b"user:1", Receipt::none()).invalidate(Some(Instant::now() + Duration::from_millis(200))));
     assert_eq!(get(&e, b"user:1"), None);
     // The stale-set race: a reader that read the old row sets it after the invalidation.
     assert!(matches!(set(&e, StoreMode::Set, b"user:1", b"old", 0, 0), StoreOutcome::Stored(_)));
@@ -149,8 +150,8 @@ fn invalidation_holds_fills() {
     assert_eq!(get(&e, b"user:1"), None, "held: the fill was answered but not kept");
     // Other keys are not held; an invalidation without a hold only drops.
     assert!(matches!(set(&e, StoreMode::Set, b"user:2", b"v", 0, 0), StoreOutcome::Stored(_)));
-    assert!(e.access(b"user:2").invalidate(None));
-    assert!(!e.access(b"user:2").invalidate(None), "nothing left to drop");
+    assert!(e.access(b"user:2", Receipt::none()).invalidate(None));
+    assert!(!e.access(b"user:2", Receipt::none()).invalidate(None), "nothing left to drop");
     set(&e, StoreMode::Set, b"user:2", b"new", 0, 0);
     assert_eq!(get(&e, b"user:2").unwrap(), b"new");
     std::thread::sleep(Duration::from_millis(250));

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use engine::{Engine, EngineConfig, Item};
+use engine::{Engine, EngineConfig, Item, Receipt};
 use parking_lot::Mutex;
 
 use crate::config::Config;
@@ -174,7 +174,7 @@ impl QueryCache {
         self.epoch.fetch_add(1, Ordering::AcqRel);
         self.online.store(on, Ordering::Release);
         self.index.clear(&mut l);
-        self.engine.flush_all(0);
+        self.engine.flush_all(0, Receipt::none());
     }
 
     /// A stored reply (a hit, or the leader's reply replayed to a follower) made right for
@@ -189,7 +189,7 @@ impl QueryCache {
             return None;
         }
         let kb = &key.bytes;
-        let out = engine::ops::get(&self.engine, &key.hash, Default::default(), |it| {
+        let out = engine::ops::get(&self.engine, &key.hash, Default::default(), Receipt::none(), |it| {
             // [digest: 8][key length: 4][key][reply], as `store` writes it.
             let v = it?.value().get(8..)?;
             let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
@@ -285,7 +285,7 @@ impl QueryCache {
             bump(&self.counters.fills_refused);
             return;
         }
-        let mut a = self.engine.access(&fill.hk);
+        let mut a = self.engine.access(&fill.hk, Receipt::none());
         let len = (fill.key.len() as u32).to_le_bytes();
         let digest = fill.digest.to_le_bytes();
         if a.store(Item::new(&fill.hk, &[&digest, &len, &fill.key, reply], 0, 0, a.now())).is_err() {
@@ -293,7 +293,7 @@ impl QueryCache {
         }
         drop(a);
         bump(&self.counters.inserts);
-        let alive = |h: &Hk| self.engine.access(h).lookup().is_ok();
+        let alive = |h: &Hk| self.engine.access(h, Receipt::none()).lookup().is_ok();
         for tag in &fill.tags.0 {
             if !self.index.add(&mut l, &tag.table, &tag.scope, fill.hk, &alive) {
                 // The index is over its bound: drop this table's entries (fail safe).
@@ -322,7 +322,7 @@ impl QueryCache {
     /// Drop these results, counting each in its statement's digest row.
     fn remove(&self, hks: &[Hk]) {
         for h in hks {
-            let mut a = self.engine.access(h);
+            let mut a = self.engine.access(h, Receipt::none());
             let digest = a.lookup().ok().and_then(|it| Some(u64::from_le_bytes(it.value().get(..8)?.try_into().ok()?)));
             if a.remove() {
                 if let Some(d) = digest {
@@ -407,7 +407,7 @@ impl QueryCache {
                 let mut l = self.index.lock_all();
                 self.epoch.fetch_add(1, Ordering::AcqRel);
                 self.index.clear(&mut l);
-                self.engine.flush_all(0);
+                self.engine.flush_all(0, Receipt::none());
             }
         }
     }

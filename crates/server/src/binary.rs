@@ -79,9 +79,9 @@ pub fn process(
                         };
                         if ops::item_too_large(&ctx.shared.engine, key.len(), h.value_len() as usize, flags) {
                             let engine = &ctx.shared.engine;
-                            engine.access(key).stats().store_too_large += 1;
+                            engine.access(key, &ctx.acks.receipt).stats().store_too_large += 1;
                             if op.base() == Opcode::Set {
-                                engine.access(key).remove();
+                                engine.access(key, &ctx.acks.receipt).remove();
                             }
                             write_error(out, h.opcode, Status::ValueTooLarge, h.opaque);
                             st.swallow = h.frame_len();
@@ -175,7 +175,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             } else {
                 Some(req.touch_expiration().unwrap_or(0) as i64)
             };
-            ops::get(engine, key, GetOptions { touch }, |it| {
+            ops::get(engine, key, GetOptions { touch }, &ctx.acks.receipt, |it| {
                 ctx.shared.detail.get(key, it.is_some());
                 match it {
                     Some(it) => {
@@ -204,7 +204,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 vivify: None,
                 key_binary: false,
             };
-            match ops::store(engine, &r) {
+            match ops::store(engine, &r, &ctx.acks.receipt) {
                 StoreOutcome::Stored(cas) => {
                     if !op.suppresses_reply(Status::NoError) {
                         write_ok(out, op, opaque, cas);
@@ -227,7 +227,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
         }
         Opcode::Delete => {
             ctx.shared.detail.delete(key);
-            let status = match ops::delete(engine, key, req.cas()) {
+            let status = match ops::delete(engine, key, req.cas(), &ctx.acks.receipt) {
                 DeleteOutcome::Deleted => Status::NoError,
                 DeleteOutcome::NotFound => Status::KeyNotFound,
                 DeleteOutcome::Exists => Status::KeyExists,
@@ -253,7 +253,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 create: x.creates_missing().then_some((x.initial, x.expiration as i64)),
                 touch: None,
             };
-            match ops::arith(engine, &r) {
+            match ops::arith(engine, &r, &ctx.acks.receipt) {
                 ArithOutcome::Done { value, cas, .. } => {
                     if !op.suppresses_reply(Status::NoError) {
                         write_counter(out, op, opaque, cas, value);
@@ -276,7 +276,7 @@ fn execute(req: &Request<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 write_error(out, op, Status::AuthError, opaque);
             } else {
                 let delay = req.flush_expiration().flatten().unwrap_or(0) as i64;
-                engine.flush_all(delay);
+                engine.flush_all(delay, &ctx.acks.receipt);
                 if !op.suppresses_reply(Status::NoError) {
                     write_ok(out, op, opaque, 0);
                 }

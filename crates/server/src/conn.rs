@@ -90,8 +90,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             };
             start += used;
             if flow == Flow::Job {
-                // A container command: earlier writes must be acknowledged first (the
-                // disk tier's sequence number is per thread), then its reply follows.
+                // A container command: earlier writes are acknowledged first (their
+                // replies come before its reply, which may take a while), then it runs.
                 let job = ctx.job.borrow_mut().take();
                 let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
                 settle(&shared, &ctx, failed, &mut out);

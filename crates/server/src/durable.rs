@@ -2,9 +2,9 @@
 //!
 //! A write's reply may only leave once the write is durable (fsynced with `--durability
 //! sync`, handed to the OS with `async`). The engine hands each write to the disk tier,
-//! which numbers it (a sequence number, `tier_disk::take_last_seq`, taken right after the
-//! command ran, on the same thread and before any `.await`); each command that wrote is
-//! noted here with the bytes of its reply in the connection's output buffer. Before the
+//! which numbers it; the number goes on the connection's [`Receipt`] (every engine access
+//! is opened with one, so no write escapes it), and each command that wrote is noted
+//! here with that number and the bytes of its reply in the connection's output buffer. Before the
 //! buffer is sent the connection waits for the highest number. If the disk fails first,
 //! the replies of the writes that did not become durable are replaced, one by one, by the
 //! error a refused write gets (`SERVER_ERROR out of space for persistence` / `persistence
@@ -15,6 +15,7 @@
 
 use std::cell::RefCell;
 
+use engine::Receipt;
 use protocol_memcache::binary::{write_error, Opcode, Status};
 
 /// One command that wrote.
@@ -32,6 +33,8 @@ struct Ack {
 #[derive(Default)]
 pub struct Acks {
     list: RefCell<Vec<Ack>>,
+    /// The connection's writes not noted yet: pass it to every engine operation.
+    pub receipt: Receipt,
 }
 
 impl Acks {
@@ -39,7 +42,7 @@ impl Acks {
     /// `binary`: the request's opcode and opaque.
     #[inline]
     pub fn note(&self, start: usize, end: usize, binary: Option<(Opcode, u32)>) {
-        let seq = tier_disk::take_last_seq();
+        let seq = self.receipt.take();
         if seq > 0 {
             self.list.borrow_mut().push(Ack { start, end, seq, binary });
         }
@@ -50,7 +53,7 @@ impl Acks {
     /// too large, answered with its own error) is waited for too, but its reply is left
     /// as it is.
     pub fn highest(&self) -> u64 {
-        let stray = tier_disk::take_last_seq();
+        let stray = self.receipt.take();
         self.list.borrow().iter().map(|a| a.seq).max().unwrap_or(0).max(stray)
     }
 

@@ -242,7 +242,7 @@ fn get(
         match sql.route(&ctx.bound, key) {
             Target::Memory => {
                 let mut b = Vec::new();
-                eops::get(engine, key, GetOptions { touch }, |it| {
+                eops::get(engine, key, GetOptions { touch }, &ctx.acks.receipt, |it| {
                     ctx.shared.detail.get(key, it.is_some());
                     if let Some(it) = it {
                         let cas = with_cas.then_some(if use_cas { it.cas } else { 0 });

@@ -19,4 +19,4 @@ mod store;
 mod tier;
 
 pub use store::OpenReport;
-pub use tier::{take_last_seq, DiskTier, Durability, Options};
+pub use tier::{DiskTier, Durability, Options};

@@ -1,13 +1,12 @@
 //! [`DiskTier`]: the engine's `Tier` on top of the queue, the committer and fjall.
 
-use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use engine::stats::{Kind, Series, StatSink, Value};
-use engine::tier::{Tier, TierItem};
+use engine::tier::{Tier, TierItem, WriteNo};
 use parking_lot::{Condvar, Mutex};
 
 use crate::lock::DirLock;
@@ -39,16 +38,6 @@ pub struct Options {
     pub cache_bytes: u64,
     /// Most bytes of changes queued in memory before writers wait for the disk.
     pub max_pending_bytes: usize,
-}
-
-thread_local! {
-    static LAST_SEQ: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The sequence number of the newest change this thread queued since the last call
-/// (0 if none): a connection waits for it to be durable before acknowledging.
-pub fn take_last_seq() -> u64 {
-    LAST_SEQ.with(|c| c.replace(0))
 }
 
 /// Counters for `stats`.
@@ -269,7 +258,8 @@ impl DiskTier {
         }
     }
 
-    fn enqueue(&self, make: impl FnOnce(u64) -> Op) {
+    /// Queues a change; returns its sequence number (what a writer waits for).
+    fn enqueue(&self, make: impl FnOnce(u64) -> Op) -> u64 {
         let s = &self.shared;
         let mut p = s.pending.lock();
         while p.bytes > s.opts.max_pending_bytes && !s.failed.load(Ordering::Relaxed) {
@@ -281,12 +271,12 @@ impl DiskTier {
         let big = p.bytes > s.opts.max_pending_bytes / 4;
         drop(p);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
-        LAST_SEQ.with(|c| c.set(seq));
         // The committer takes everything queued when it wakes: waking it again for every
         // change would cost a context switch per write.
         if was_empty || big {
             s.work.notify_one();
         }
+        seq
     }
 }
 
@@ -301,7 +291,8 @@ impl Tier for DiskTier {
                     Err(damage) => {
                         log::error!("damaged record on disk ({damage}); dropped");
                         s.counters.damaged.fetch_add(1, Ordering::Relaxed);
-                        self.enqueue(|_| Op::Delete(key.to_vec()));
+                        // Nobody acknowledges this removal: its number is not needed.
+                        let _ = self.enqueue(|_| Op::Delete(key.to_vec()));
                         None
                     }
                 },
@@ -322,7 +313,7 @@ impl Tier for DiskTier {
         })
     }
 
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool) {
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool) -> WriteNo {
         self.enqueue(|seq| {
             let rec = Record {
                 flags: item.flags,
@@ -334,15 +325,15 @@ impl Tier for DiskTier {
                 value: item.value,
             };
             Op::Put(key.to_vec(), Arc::new(rec), replaced)
-        });
+        })
     }
 
-    fn delete(&self, key: &[u8]) {
-        self.enqueue(|_| Op::Delete(key.to_vec()));
+    fn delete(&self, key: &[u8]) -> WriteNo {
+        self.enqueue(|_| Op::Delete(key.to_vec()))
     }
 
-    fn flush(&self, at_unix: i64) {
-        self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) });
+    fn flush(&self, at_unix: i64) -> WriteNo {
+        self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) })
     }
 
     fn stats(&self, sink: &mut dyn StatSink) {

@@ -3,6 +3,7 @@
 
 use crate::item::Item;
 use crate::store::Engine;
+use crate::tier::Receipt;
 
 /// An arithmetic request.
 #[derive(Clone, Copy, Debug)]
@@ -85,9 +86,9 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 }
 
 /// Carry out incr/decr.
-pub fn arith(engine: &Engine, req: &ArithRequest<'_>) -> ArithOutcome {
+pub fn arith(engine: &Engine, req: &ArithRequest<'_>, receipt: &Receipt) -> ArithOutcome {
     let use_cas = engine.config().use_cas;
-    let mut a = engine.access(req.key);
+    let mut a = engine.access(req.key, receipt);
     let now = a.now();
     let found = a.lookup().ok().map(|it| (it.cas, it.flags, it.exptime, it.value().len()));
     let Some((cas, flags, exptime, len)) = found else {

@@ -1,6 +1,7 @@
 //! `delete`: remove a key, optionally only if its CAS matches.
 
 use crate::store::Engine;
+use crate::tier::Receipt;
 
 /// What a delete did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,8 +15,8 @@ pub enum DeleteOutcome {
 }
 
 /// Delete `key`; with `cas != 0` only if the item's CAS unique equals it.
-pub fn delete(engine: &Engine, key: &[u8], cas: u64) -> DeleteOutcome {
-    let mut a = engine.access(key);
+pub fn delete(engine: &Engine, key: &[u8], cas: u64, receipt: &Receipt) -> DeleteOutcome {
+    let mut a = engine.access(key, receipt);
     let outcome = match a.lookup() {
         Ok(it) if cas != 0 && it.cas != cas => DeleteOutcome::Exists,
         Ok(_) => {

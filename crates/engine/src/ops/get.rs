@@ -2,6 +2,7 @@
 
 use crate::item::Item;
 use crate::store::{Engine, Miss};
+use crate::tier::Receipt;
 
 /// How a retrieval treats the item it finds.
 #[derive(Clone, Copy, Debug, Default)]
@@ -12,8 +13,14 @@ pub struct GetOptions {
 
 /// Look `key` up and hand the live item (if any) to `f` while the shard is locked,
 /// counting hits and misses as memcached does.
-pub fn get<R>(engine: &Engine, key: &[u8], opts: GetOptions, f: impl FnOnce(Option<&Item>) -> R) -> R {
-    let mut a = engine.access(key);
+pub fn get<R>(
+    engine: &Engine,
+    key: &[u8],
+    opts: GetOptions,
+    receipt: &Receipt,
+    f: impl FnOnce(Option<&Item>) -> R,
+) -> R {
+    let mut a = engine.access(key, receipt);
     let touched = opts.touch.map(|t| engine.clock().realtime(t));
     let found = a.lookup().map(|_| ());
     {

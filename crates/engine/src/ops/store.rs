@@ -2,6 +2,7 @@
 
 use crate::item::{memcached_item_size, Item, KEY_BINARY, STALE, WON};
 use crate::store::Engine;
+use crate::tier::Receipt;
 
 /// Which storage command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,10 +66,10 @@ pub fn item_too_large(engine: &Engine, key_len: usize, value_len: usize, flags: 
 }
 
 /// Carry out a storage command.
-pub fn store(engine: &Engine, req: &StoreRequest<'_>) -> StoreOutcome {
+pub fn store(engine: &Engine, req: &StoreRequest<'_>, receipt: &Receipt) -> StoreOutcome {
     let exptime = engine.clock().realtime(req.exptime);
     let use_cas = engine.config().use_cas;
-    let mut a = engine.access(req.key);
+    let mut a = engine.access(req.key, receipt);
     a.stats().cmd_set += 1;
     if a.held() {
         // Held by an invalidation: a fill may carry the row as it was before the change.

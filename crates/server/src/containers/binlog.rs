@@ -58,7 +58,7 @@ pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
                 match schema.columns.iter().position(|c| c.eq_ignore_ascii_case(&w.key_column)) {
                     Some(i) => {
                         for k in rows.iter().filter_map(|r| r.get(i).and_then(key_bytes)) {
-                            w.cache.access(&k).remove();
+                            w.cache.access(&k, engine::Receipt::none()).remove();
                             if counted {
                                 w.stats.invalidated(1);
                             }
@@ -77,7 +77,7 @@ pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
 
 /// Drops a container's whole memory copy (counted as one invalidation).
 fn flush(w: &Watched) {
-    w.cache.flush_all(0);
+    w.cache.flush_all(0, engine::Receipt::none());
     w.stats.invalidated(1);
 }
 

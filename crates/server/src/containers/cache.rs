@@ -22,7 +22,11 @@ fn row_of(e: &Engine, it: &engine::item::Item) -> Row {
 pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
     Ok(match op {
         Request::Get { keys, touch } => Reply::Rows(
-            keys.iter().map(|k| eops::get(e, k, GetOptions { touch }, |it| it.map(|it| row_of(e, it)))).collect(),
+            keys.iter()
+                .map(|k| {
+                    eops::get(e, k, GetOptions { touch }, engine::Receipt::none(), |it| it.map(|it| row_of(e, it)))
+                })
+                .collect(),
         ),
         Request::Store { mode, key, value, flags, exptime, cas } => {
             let req = eops::StoreRequest {
@@ -36,18 +40,20 @@ pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
                 vivify: None,
                 key_binary: false,
             };
-            Reply::Store(eops::store(e, &req))
+            Reply::Store(eops::store(e, &req, engine::Receipt::none()))
         }
-        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas)),
+        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas, engine::Receipt::none())),
         Request::Arith { key, incr, delta, init } => {
             let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
-            Reply::Arith(eops::arith(e, &req))
+            Reply::Arith(eops::arith(e, &req, engine::Receipt::none()))
         }
         Request::Touch { key, exptime } => {
-            Reply::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, |it| it.map(|it| row_of(e, it))))
+            Reply::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, engine::Receipt::none(), |it| {
+                it.map(|it| row_of(e, it))
+            }))
         }
         Request::Flush => {
-            e.flush_all(0);
+            e.flush_all(0, engine::Receipt::none());
             Reply::Done
         }
     })
@@ -55,7 +61,7 @@ pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
 
 /// A cached copy of a row (`caching`), if present.
 fn cached(e: &Engine, key: &[u8]) -> Option<Row> {
-    eops::get(e, key, GetOptions { touch: None }, |it| {
+    eops::get(e, key, GetOptions { touch: None }, engine::Receipt::none(), |it| {
         let it = it?;
         let v = it.value();
         (v.len() >= CACHE_HEADER).then(|| Row {
@@ -91,7 +97,7 @@ fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
         vivify: None,
         key_binary: false,
     };
-    let _ = eops::store(e, &req);
+    let _ = eops::store(e, &req, engine::Receipt::none());
 }
 
 /// `caching`: reads from memory first (a miss reads the table and fills memory for at
@@ -116,7 +122,7 @@ pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Request) -> Result
         }
         Request::Flush => {
             let r = c.execute(Request::Flush).await.map_err(Fail::from);
-            e.flush_all(0);
+            e.flush_all(0, engine::Receipt::none());
             r
         }
         op => {
@@ -124,7 +130,7 @@ pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Request) -> Result
             let r = c.execute(op).await.map_err(Fail::from);
             // Dropped whatever the outcome: a failed write may still have happened.
             for k in &keys {
-                e.access(k).remove();
+                e.access(k, engine::Receipt::none()).remove();
             }
             r
         }

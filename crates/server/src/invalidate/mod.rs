@@ -122,7 +122,7 @@ impl Rules {
                     }
                     let until = self.hold.map(|h| Instant::now() + h);
                     for k in &keys {
-                        let found = self.engine.access(k).invalidate(until);
+                        let found = self.engine.access(k, engine::Receipt::none()).invalidate(until);
                         rule.counters.invalidated(found);
                     }
                 }
@@ -167,7 +167,7 @@ impl Rules {
         match self.table_changes {
             TableChanges::Flush => {
                 log::warn!("--invalidate: {why}: flushing every plain key (--invalidate-table-changes flush)");
-                self.engine.flush_all(0);
+                self.engine.flush_all(0, engine::Receipt::none());
             }
             TableChanges::Ignore => {
                 log::warn!("--invalidate: {why}: keys left to their TTL (--invalidate-table-changes ignore)")
@@ -245,11 +245,11 @@ mod tests {
             vivify: None,
             key_binary: false,
         };
-        ops::store(e, &r);
+        ops::store(e, &r, engine::Receipt::none());
     }
 
     fn present(e: &Engine, key: &[u8]) -> bool {
-        ops::get(e, key, Default::default(), |it| it.is_some())
+        ops::get(e, key, Default::default(), engine::Receipt::none(), |it| it.is_some())
     }
 
     #[test]

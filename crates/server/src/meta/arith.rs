@@ -19,7 +19,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         create: f.vivify.map(|_| (f.initial, 0)),
         touch: None,
     };
-    let (value, created) = match ops::arith(engine, &req) {
+    let (value, created) = match ops::arith(engine, &req, &ctx.acks.receipt) {
         ArithOutcome::Done { value, created, .. } => (value, created),
         ArithOutcome::NonNumeric => {
             out.extend_from_slice(b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
@@ -47,7 +47,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         line.extend_from_slice(b"HD");
     }
     let clock = engine.clock();
-    let mut a = engine.access(&m.key);
+    let mut a = engine.access(&m.key, &ctx.acks.receipt);
     let now = a.now();
     if let Ok(it) = a.lookup() {
         for tok in m.flag_tokens() {

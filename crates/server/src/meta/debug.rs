@@ -9,7 +9,7 @@ use crate::ctx::Ctx;
 pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let engine = &ctx.shared.engine;
     let use_cas = engine.config().use_cas;
-    let mut a = engine.access(&m.key);
+    let mut a = engine.access(&m.key, &ctx.acks.receipt);
     let now = a.now();
     let Ok(it) = a.lookup() else {
         out.extend_from_slice(b"EN\r\n");

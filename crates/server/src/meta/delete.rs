@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let f = &m.flags;
     let engine = &ctx.shared.engine;
-    let mut a = engine.access(&m.key);
+    let mut a = engine.access(&m.key, &ctx.acks.receipt);
     let code: &[u8] = match a.lookup() {
         Ok(it) if f.cas.is_some_and(|c| c != it.cas) => {
             a.stats().delete_misses += 1;

@@ -12,7 +12,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let engine = &ctx.shared.engine;
     let clock = engine.clock();
     let f = &m.flags;
-    let mut a = engine.access(&m.key);
+    let mut a = engine.access(&m.key, &ctx.acks.receipt);
     let now = a.now();
     let mut created = false;
     // On a miss with `N`, a stub item with no data: this client wins the right to fill it.

@@ -29,7 +29,7 @@ pub fn execute(m: &MetaRequest<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u
         vivify,
         key_binary: f.base64,
     };
-    let (code, cas): (&[u8], u64) = match ops::store(&ctx.shared.engine, &req) {
+    let (code, cas): (&[u8], u64) = match ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt) {
         StoreOutcome::Stored(cas) => (b"HD", cas),
         StoreOutcome::NotStored => (b"NS", 0),
         StoreOutcome::Exists => (b"EX", 0),

@@ -15,7 +15,7 @@ pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
             if shared.cfg.disable_flush_all {
                 say(out, noreply, b"CLIENT_ERROR flush_all not allowed\r\n");
             } else {
-                shared.engine.flush_all(delay as i64);
+                shared.engine.flush_all(delay as i64, &ctx.acks.receipt);
                 say(out, noreply, reply::OK);
             }
         }

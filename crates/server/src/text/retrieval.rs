@@ -18,7 +18,7 @@ pub fn get(keys: &[u8], with_cas: bool, touch: Option<i32>, ctx: &Ctx<'_>, out: 
             out.extend_from_slice(b"CLIENT_ERROR bad command line format\r\n");
             return Flow::Continue;
         }
-        ops::get(engine, key, opts, |it| {
+        ops::get(engine, key, opts, &ctx.acks.receipt, |it| {
             ctx.shared.detail.get(key, it.is_some());
             if let Some(it) = it {
                 let cas = with_cas.then_some(if use_cas { it.cas } else { 0 });

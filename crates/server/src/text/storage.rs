@@ -30,9 +30,9 @@ pub fn precheck(cmd: &Command<'_>, ctx: &Ctx<'_>) -> Option<Reject> {
     if !ops::item_too_large(engine, key.len(), len, flags) {
         return None;
     }
-    engine.access(key).stats().store_too_large += 1;
+    engine.access(key, &ctx.acks.receipt).stats().store_too_large += 1;
     if delete_old {
-        engine.access(key).remove();
+        engine.access(key, &ctx.acks.receipt).remove();
     }
     Some(Reject { reply: if noreply { b"" } else { reply::TOO_LARGE } })
 }
@@ -58,7 +58,7 @@ pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>
         vivify: None,
         key_binary: false,
     };
-    let r: &[u8] = match ops::store(&ctx.shared.engine, &req) {
+    let r: &[u8] = match ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt) {
         StoreOutcome::Stored(_) => reply::STORED,
         StoreOutcome::NotStored => reply::NOT_STORED,
         StoreOutcome::Exists => reply::EXISTS,
