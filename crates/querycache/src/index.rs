@@ -25,6 +25,9 @@ pub(crate) struct RowKeys<'a> {
     pub values: &'a [KeyValues],
 }
 
+/// One key's entries by encoded value.
+type ByValue = HashMap<Box<[u8]>, Vec<Hk>>;
+
 /// One table's version and references.
 #[derive(Default)]
 pub(crate) struct TableState {
@@ -38,7 +41,7 @@ pub(crate) struct TableState {
     /// Integer primary-key ranges.
     ranges: Ranges,
     /// Key name → encoded value → entries (`Scope::Values`).
-    values: HashMap<Arc<str>, HashMap<Box<[u8]>, Vec<Hk>>>,
+    values: HashMap<Arc<str>, ByValue>,
     refs: usize,
 }
 
@@ -65,15 +68,12 @@ impl TableState {
                     self.refs += push_new(self.points.entry(*p).or_default(), hk);
                 }
             }
-            Scope::Range(lo, hi) => {
+            Scope::Range(lo, hi) => match self.ranges.insert(*lo, *hi, hk) {
+                Some(new) => self.refs += usize::from(new),
                 // The planner tags ranges too wide for the index table-level; one that got
                 // here anyway is kept table-level too (fail safe).
-                if self.ranges.insert(*lo, *hi, hk) {
-                    self.refs += 1;
-                } else if lo <= hi && self.table_level.insert(hk) {
-                    self.refs += 1;
-                }
-            }
+                None => self.refs += usize::from(self.table_level.insert(hk)),
+            },
             Scope::Values(kv) => {
                 let m = self.values.entry(kv.key.clone()).or_default();
                 for v in &kv.values {

@@ -32,16 +32,16 @@ fn class(lo: i64, hi: i64) -> Option<usize> {
 }
 
 impl Ranges {
-    /// Add `lo..=hi` for `hk`; returns whether it is new (false too for a range too wide
-    /// or empty, which the planner never makes).
-    pub fn insert(&mut self, lo: i64, hi: i64, hk: Hk) -> bool {
-        let Some(c) = class(lo, hi) else { return false };
+    /// Add `lo..=hi` for `hk`; returns whether it is new, or None if it is too wide or
+    /// empty (the planner never makes such ranges) and was not stored.
+    pub fn insert(&mut self, lo: i64, hi: i64, hk: Hk) -> Option<bool> {
+        let c = class(lo, hi)?;
         if self.classes.is_empty() {
             self.classes.resize_with(CLASSES, BTreeMap::new);
         }
         let new = self.classes[c].insert((lo, hk), hi).is_none();
         self.len += usize::from(new);
-        new
+        Some(new)
     }
 
     /// Remove every range holding `k`, appending its entries to `out`; returns how many.
@@ -121,13 +121,15 @@ mod tests {
     #[test]
     fn bounds_are_inclusive() {
         let mut r = Ranges::default();
-        assert!(r.insert(10, 20, hk(1)));
-        assert!(!r.insert(10, 20, hk(1)));
+        assert_eq!(r.insert(10, 20, hk(1)), Some(true));
+        assert_eq!(r.insert(10, 20, hk(1)), Some(false));
+        assert_eq!(r.insert(0, MAX_RANGE_WIDTH as i64 + 1, hk(2)), None);
+        assert_eq!(r.insert(5, 4, hk(2)), None);
         let mut out = Vec::new();
         assert_eq!(r.drain_key(9, &mut out), 0);
         assert_eq!(r.drain_key(21, &mut out), 0);
         assert_eq!(r.drain_key(20, &mut out), 1);
-        assert!(r.insert(10, 20, hk(1)));
+        assert_eq!(r.insert(10, 20, hk(1)), Some(true));
         assert_eq!(r.drain_key(10, &mut out), 1);
         assert_eq!(out, vec![hk(1), hk(1)]);
         assert_eq!(r.len(), 0);
@@ -155,7 +157,7 @@ mod tests {
                 let lo = base.saturating_add((next() % 2000) as i64);
                 let w = [0, 1, 3, 50, 99, 700, 1500][(next() % 7) as usize];
                 let hi = lo.saturating_add(w);
-                if r.insert(lo, hi, hk(n)) {
+                if r.insert(lo, hi, hk(n)) == Some(true) {
                     all.push((lo, hi, n));
                 }
             }

@@ -45,6 +45,9 @@ pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, known: &Known) -> Option
     })
 }
 
+/// The slot of one column in one VALUES row (None: not given, or not a literal).
+type Cell<'a> = dyn Fn(&[Option<SlotRef>], &str) -> Option<SlotRef> + 'a;
+
 /// [`write_keys`] of `INSERT (columns) VALUES rows`.
 fn insert_keys(
     columns: &[std::sync::Arc<str>],
@@ -73,12 +76,7 @@ fn insert_keys(
 }
 
 /// The values of `key` in every inserted row; None if a row lacks one.
-fn insert_values(
-    key: &KeyDef,
-    rows: &[Vec<Option<SlotRef>>],
-    v: &Values<'_>,
-    cell: &dyn Fn(&[Option<SlotRef>], &str) -> Option<SlotRef>,
-) -> Option<KeyValues> {
+fn insert_values(key: &KeyDef, rows: &[Vec<Option<SlotRef>>], v: &Values<'_>, cell: &Cell<'_>) -> Option<KeyValues> {
     let mut values = Vec::with_capacity(rows.len());
     for r in rows {
         // An integer 0 may be an auto-increment column's "generate one".
