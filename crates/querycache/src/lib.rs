@@ -21,6 +21,8 @@
 //! cache.finish_fill(fill, Option<&[u8]>)                None: not cacheable (wakes followers)
 //! waiter.wait().await -> Option<Arc<[u8]>>              None: query the backend yourself
 //! cache.invalidate(&Invalidation, Source)               binlog changes (and anything else)
+//! cache.rows_changed(db, table, columns, rows, value) -> Invalidation   a binlog row event's
+//!                                                      images as key values (see docs "Tags")
 //! cache.set_online(bool)                                binlog connected / broken; drops all
 //! cache.schema() -> &SchemaRegistry                     wanted(), wanted_notify(), set_table(),
 //!                                                      forget()
