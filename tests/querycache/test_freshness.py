@@ -2,8 +2,12 @@
 MariaDB, readers through the proxy, for QC_FRESHNESS_SECONDS (default 20) with a seeded RNG
 (QC_FRESHNESS_SEED, printed).
 
-Table qc.fresh(id, ver): each row has exactly one writer, which bumps ver by one per UPDATE, so
-versions of a row only grow. Rows 1..PROXY_ROWS are written through the proxy, the rest directly.
+Tables qc.fresh(id, ver) and, for the finer tags of issue 13, qc.fresh_s (a _ci string primary
+key), qc.fresh_c (a composite primary key) and qc.fresh_u (an integer primary key and a _ci unique
+key): logical row i is in each of them. Each row has exactly one writer, which bumps ver by one per
+UPDATE, so versions of a row only grow. Rows 1..PROXY_ROWS are written through the proxy, the rest
+directly. Writers and readers spell string keys in random case with random trailing spaces (the
+same key under the collation) and read with points, IN lists, BETWEEN and two-sided ranges.
 - No read through the proxy (point select or a small range) returns a version of a row older
   than the last version acknowledged through the proxy before that read started.
 - A proxy writer, right after its OK, reads its row through another proxy connection: fresh.
@@ -29,10 +33,14 @@ DIRECT_WRITERS = 2
 READERS = 3
 
 
+TABLES = ["fresh", "fresh_s", "fresh_c", "fresh_u"]
+
+
 class Shared:
     def __init__(self):
         self.lock = threading.Lock()
-        self.acked = [0] * (ROWS + 1)  # last version acknowledged through the proxy, per row
+        # last version acknowledged through the proxy, per (table, row)
+        self.acked = {(t, i): 0 for t in TABLES for i in range(ROWS + 1)}
         self.violations = []
         self.delays = []
         self.reads = 0
@@ -46,20 +54,52 @@ class Shared:
                 self.violations.append(msg)
 
 
+def spell(key, rnd):
+    """The same string key under a _ci PAD SPACE collation: random case, trailing spaces."""
+    return "".join(c.upper() if rnd.random() < 0.5 else c for c in key) + " " * rnd.randint(0, 2)
+
+
+def where(t, i, rnd):
+    """A WHERE clause (with args) selecting logical row i of table t by its key."""
+    if t == "fresh" or (t == "fresh_u" and rnd.random() < 0.5):
+        return "id = %s", (i,)
+    if t == "fresh_s":
+        return "code = %s", (spell(f"k{i}", rnd),)
+    if t == "fresh_c":
+        return "a = %s AND b = %s", (i % 4, spell(f"b{i}", rnd))
+    return "email = %s", (spell(f"e{i}@x", rnd),)
+
+
+# The column that names the logical row in each table's result rows, and how.
+NAME = {"fresh": ("id", int), "fresh_s": ("code", lambda c: int(c[1:])),
+        "fresh_c": ("b", lambda b: int(b[1:])), "fresh_u": ("id", int)}
+
+
+def read_row(c, t, i, rnd):
+    """Version of logical row i of t, read through connection c by a random spelling of its key."""
+    w, args = where(t, i, rnd)
+    return q(c, f"SELECT ver FROM {t} WHERE {w}", args)[0][0]
+
+
+def write_row(c, t, i, ver, rnd):
+    w, args = where(t, i, rnd)
+    q(c, f"UPDATE {t} SET ver = %s WHERE {w}", (ver, *args))
+
+
 def proxy_writer(px, sh, rows, rnd):
     w, r = px.connect("qc"), px.connect("qc")
-    ver = {i: 0 for i in rows}
+    ver = {(t, i): 0 for t in TABLES for i in rows}
     try:
         while not sh.stop.is_set():
-            i = rnd.choice(rows)
-            ver[i] += 1
-            q(w, "UPDATE fresh SET ver = %s WHERE id = %s", (ver[i], i))
+            t, i = rnd.choice(TABLES), rnd.choice(rows)
+            ver[t, i] += 1
+            write_row(w, t, i, ver[t, i], rnd)
             with sh.lock:
-                sh.acked[i] = ver[i]
+                sh.acked[t, i] = ver[t, i]
                 sh.writes += 1
-            got = q(r, "SELECT ver FROM fresh WHERE id = %s", (i,))[0][0]
-            if got < ver[i]:
-                sh.fail(f"read-after-write: row {i} version {got} right after version {ver[i]} was acknowledged")
+            got = read_row(r, t, i, rnd)
+            if got < ver[t, i]:
+                sh.fail(f"read-after-write: {t} row {i} version {got} right after version {ver[t, i]} was acknowledged")
             time.sleep(rnd.random() * 0.01)
     except Exception as e:  # noqa: BLE001 - reported by the test
         sh.errors.append(f"proxy writer: {e!r}")
@@ -71,20 +111,20 @@ def proxy_writer(px, sh, rows, rnd):
 
 def direct_writer(px, db, sh, rows, rnd):
     w, r = connect(db.port, "qc"), px.connect("qc")
-    ver = {i: 0 for i in rows}
+    ver = {(t, i): 0 for t in TABLES for i in rows}
     try:
         while not sh.stop.is_set():
-            i = rnd.choice(rows)
-            ver[i] += 1
-            q(w, "UPDATE fresh SET ver = %s WHERE id = %s", (ver[i], i))
+            t, i = rnd.choice(TABLES), rnd.choice(rows)
+            ver[t, i] += 1
+            write_row(w, t, i, ver[t, i], rnd)
             t0 = time.monotonic()
             while True:
-                got = q(r, "SELECT ver FROM fresh WHERE id = %s", (i,))[0][0]
+                got = read_row(r, t, i, rnd)
                 waited = time.monotonic() - t0
-                if got >= ver[i]:
+                if got >= ver[t, i]:
                     break
                 if waited > 10:
-                    sh.fail(f"direct write of row {i} version {ver[i]} not visible after 10 s (saw {got})")
+                    sh.fail(f"direct write of {t} row {i} version {ver[t, i]} not visible after 10 s (saw {got})")
                     break
                 time.sleep(0.001)
             with sh.lock:
@@ -99,27 +139,51 @@ def direct_writer(px, db, sh, rows, rnd):
         r.close()
 
 
+def read_query(t, rnd):
+    """A random read of t (ranges: of fresh or fresh_u): (table read, sql, args, the logical rows
+    it returns)."""
+    x = rnd.random()
+    col = NAME[t][0]
+    if x < 0.4:
+        i = rnd.randint(1, ROWS)
+        w, args = where(t, i, rnd)
+        return t, f"SELECT {col}, ver FROM {t} WHERE {w}", args, [i]
+    if x < 0.7:
+        rows = sorted(set(rnd.sample(range(1, ROWS + 1), rnd.randint(1, 4))))
+        if t in ("fresh", "fresh_u") and (t == "fresh" or rnd.random() < 0.5):
+            keys = [str(i) for i in rows]
+            return t, f"SELECT {col}, ver FROM {t} WHERE id IN ({', '.join(keys)})", (), rows
+        if t == "fresh_c":
+            # (a, b) pairs of a composite key: IN lists on both columns, all combinations.
+            rows = [i for i in rows if i % 4 == rows[0] % 4]
+            bs = ", ".join(["%s"] * len(rows))
+            args = (rows[0] % 4, *[spell(f"b{i}", rnd) for i in rows])
+            return t, f"SELECT b, ver FROM fresh_c WHERE a = %s AND b IN ({bs})", args, rows
+        name, fmt = ("code", "k{}") if t == "fresh_s" else ("email", "e{}@x")
+        args = tuple(spell(fmt.format(i), rnd) for i in rows)
+        return t, f"SELECT {col}, ver FROM {t} WHERE {name} IN ({', '.join(['%s'] * len(rows))})", args, rows
+    a = rnd.randint(1, ROWS - 3)
+    b = a + rnd.randint(0, 3)
+    table = "fresh" if t in ("fresh_s", "fresh_c") else t
+    sql = (f"SELECT id, ver FROM {table} WHERE id BETWEEN {a} AND {b} ORDER BY id" if rnd.random() < 0.5 else
+           f"SELECT id, ver FROM {table} WHERE id >= {a} AND id < {b + 1} ORDER BY id")
+    return table, sql, (), list(range(a, b + 1))
+
+
 def reader(px, sh, rnd):
     c = px.connect("qc")
     try:
         while not sh.stop.is_set():
-            if rnd.random() < 0.7:
-                i = rnd.randint(1, ROWS)
-                with sh.lock:
-                    floor = {i: sh.acked[i]}
-                rows = q(c, "SELECT id, ver FROM fresh WHERE id = %s", (i,))
-            else:
-                a = rnd.randint(1, ROWS - 3)
-                b = a + rnd.randint(0, 3)
-                with sh.lock:
-                    floor = {i: sh.acked[i] for i in range(a, b + 1)}
-                rows = q(c, f"SELECT id, ver FROM fresh WHERE id BETWEEN {a} AND {b} ORDER BY id")
-            got = dict(rows)
+            t, sql, args, rows = read_query(rnd.choice(TABLES), rnd)
+            with sh.lock:
+                floor = {i: sh.acked[t, i] for i in rows}
+            got = {NAME[t][1](k): v for k, v in q(c, sql, args or None)}
             if set(got) != set(floor):
-                sh.fail(f"rows {sorted(floor)} read as {sorted(got)}")
+                sh.fail(f"{sql} {args}: rows {sorted(floor)} read as {sorted(got)}")
             for i, v in got.items():
                 if v < floor.get(i, 0):
-                    sh.fail(f"stale read: row {i} version {v}, version {floor[i]} was acknowledged before the read")
+                    sh.fail(f"stale read: {t} row {i} version {v}, version {floor[i]} was acknowledged before "
+                            f"{sql} {args}")
             with sh.lock:
                 sh.reads += 1
     except Exception as e:  # noqa: BLE001
@@ -139,6 +203,15 @@ def test_randomized_freshness(proxy, mariadb):
 USE qc;
 CREATE TABLE qc.fresh (id INT PRIMARY KEY, ver BIGINT NOT NULL) ENGINE=InnoDB;
 INSERT INTO qc.fresh SELECT seq, 0 FROM seq_1_to_{ROWS};
+CREATE TABLE qc.fresh_s (code VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY,
+  ver BIGINT NOT NULL) ENGINE=InnoDB;
+INSERT INTO qc.fresh_s SELECT CONCAT('k', seq), 0 FROM seq_1_to_{ROWS};
+CREATE TABLE qc.fresh_c (a INT, b VARCHAR(8) CHARACTER SET latin1 COLLATE latin1_swedish_ci, ver BIGINT NOT NULL,
+  PRIMARY KEY (a, b)) ENGINE=InnoDB;
+INSERT INTO qc.fresh_c SELECT seq % 4, CONCAT('b', seq), 0 FROM seq_1_to_{ROWS};
+CREATE TABLE qc.fresh_u (id INT PRIMARY KEY, email VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci
+  NOT NULL UNIQUE, ver BIGINT NOT NULL) ENGINE=InnoDB;
+INSERT INTO qc.fresh_u SELECT seq, CONCAT('e', seq, '@x'), 0 FROM seq_1_to_{ROWS};
 """)
     print(f"freshness checker: seed {SEED}, {SECONDS} s")
     master = random.Random(SEED)

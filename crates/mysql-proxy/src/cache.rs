@@ -335,6 +335,17 @@ fn execute_plan(
             Value::Null => Param::Null,
             Value::Int(v) => Param::Int(v),
             Value::UInt(v) => Param::UInt(v),
+            // Character strings (key tags of string columns); BLOB-typed ones are binary.
+            Value::Bytes(b)
+                if matches!(
+                    p.ty.column_type,
+                    protocol_mysql::ColumnType::String
+                        | protocol_mysql::ColumnType::VarString
+                        | protocol_mysql::ColumnType::VarChar
+                ) =>
+            {
+                Param::Str(b.into())
+            }
             _ => Param::Other,
         })
         .collect();

@@ -1,15 +1,15 @@
 //! Binlog glue: the follower from crates/binlog reports changes made directly on the
-//! backend; each becomes a query-cache invalidation (row changes of a table with a single
-//! integer primary key become key-level ones), and the stream's state switches the cache
+//! backend; each becomes a query-cache invalidation (row changes become key-level ones
+//! through `QueryCache::rows_changed`, which knows the table's keys), and the stream's state switches the cache
 //! online (Connected) or offline (Disconnected: nothing is served while changes could be
 //! missed).
 
 use std::sync::Arc;
 
-use binlog::Change;
+use binlog::{Change, Value};
 
 use binlog::feeds::Pass;
-use querycache::types::{Invalidation, Source};
+use querycache::types::{Invalidation, Param, Source};
 
 use querycache::QueryCache;
 
@@ -22,24 +22,28 @@ pub enum Action {
     Online(bool),
 }
 
-/// Maps a binlog change onto the cache.
-pub fn action(change: &Change) -> Action {
+/// Maps a binlog change onto the cache (`qc` knows the tables' keys).
+pub fn action(change: &Change, qc: &QueryCache) -> Action {
     match change {
         Change::Rows { db, table, schema, rows } => {
-            let keys = match schema.primary_key.as_slice() {
-                &[pk] => rows.iter().map(|r| r.get(pk).and_then(|v| v.as_i64())).collect::<Option<Vec<i64>>>(),
-                _ => None,
-            };
-            Action::Invalidate(match keys {
-                Some(keys) => Invalidation::Keys { db: db.clone(), table: table.clone(), keys },
-                None => Invalidation::Table { db: db.clone(), table: table.clone() },
-            })
+            Action::Invalidate(qc.rows_changed(db, table, &schema.columns, rows, |r, i| param(r.get(i))))
         }
         Change::Table { db, table } => Action::Invalidate(Invalidation::Table { db: db.clone(), table: table.clone() }),
         Change::Database { db } => Action::Invalidate(Invalidation::Database { db: db.clone() }),
         Change::All { .. } => Action::Invalidate(Invalidation::All),
         Change::Disconnected { .. } => Action::Online(false),
         Change::Connected => Action::Online(true),
+    }
+}
+
+/// A row image's column as the query cache sees values.
+fn param(v: Option<&Value>) -> Param {
+    match v {
+        Some(Value::Int(i)) => Param::Int(*i),
+        Some(Value::UInt(u)) => Param::UInt(*u),
+        Some(Value::Bytes(b)) => Param::Str(b.as_slice().into()),
+        Some(Value::Other(_)) => Param::Other,
+        Some(Value::Null) | None => Param::Null,
     }
 }
 
@@ -51,8 +55,8 @@ pub fn sink(cache: Arc<QueryCache>, backend: String) -> binlog::feeds::Sink {
     Box::new(move |change, pass| {
         if pass == Pass::Recheck {
             // The same rows again: drop what a fill read before the commit was visible.
-            if let Action::Invalidate(inv) = action(change) {
-                cache.invalidate(&inv, querycache::types::Source::Recheck);
+            if let Action::Invalidate(inv) = action(change, &cache) {
+                cache.invalidate(&inv, Source::Recheck);
             }
             return;
         }
@@ -71,7 +75,7 @@ pub fn sink(cache: Arc<QueryCache>, backend: String) -> binlog::feeds::Sink {
             }
             _ => {}
         }
-        apply(&cache, change, action(change));
+        apply(&cache, change, action(change, &cache));
     })
 }
 
@@ -106,30 +110,91 @@ fn apply(qc: &QueryCache, change: &Change, action: Action) {
 mod tests {
     use super::*;
     use binlog::{TableSchema, Value};
+    use querycache::{Config, InTransactions, Mode, PkColumn, TableInfo};
 
-    fn rows(pk: Vec<usize>, rows: Vec<Vec<Value>>) -> Change {
-        let schema = Arc::new(TableSchema { columns: vec!["id".into(), "v".into()], primary_key: pk });
-        Change::Rows { db: "d".into(), table: "t".into(), schema, rows }
+    /// A cache knowing d.t (id INT primary key), d.u (code VARCHAR _ci primary key,
+    /// UNIQUE(email) _bin) and d.c (primary key (a INT, b VARCHAR _ci)).
+    fn qc() -> QueryCache {
+        let c = QueryCache::new(Config {
+            size: 1 << 20,
+            limit: 1 << 16,
+            mode: Mode::On,
+            in_transactions: InTransactions::Never,
+        });
+        let ci = |n: &str| PkColumn::new(n, "varchar", Some("utf8mb4_general_ci"));
+        c.schema().set_table("d", "t", TableInfo::base(vec![PkColumn::int("id")]));
+        let u =
+            TableInfo::base(vec![ci("code")]).with_unique(vec![PkColumn::new("email", "varchar", Some("utf8mb4_bin"))]);
+        c.schema().set_table("d", "u", u);
+        c.schema().set_table("d", "c", TableInfo::base(vec![PkColumn::int("a"), ci("b")]));
+        c
+    }
+
+    fn rows(table: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> Change {
+        let columns = columns.iter().map(|c| c.to_string()).collect();
+        let schema = Arc::new(TableSchema { columns, primary_key: vec![0] });
+        Change::Rows { db: "d".into(), table: table.into(), schema, rows }
+    }
+
+    fn s(v: &str) -> Value {
+        Value::Bytes(v.as_bytes().to_vec())
     }
 
     #[test]
     fn rows_become_keys_or_tables() {
-        let c = rows(vec![0], vec![vec![Value::Int(1), Value::Null], vec![Value::UInt(2), Value::Null]]);
+        let qc = qc();
+        let c = rows("t", &["id", "v"], vec![vec![Value::Int(1), Value::Null], vec![Value::UInt(2), Value::Null]]);
         assert_eq!(
-            action(&c),
-            Action::Invalidate(Invalidation::Keys { db: "d".into(), table: "t".into(), keys: vec![1, 2] })
+            action(&c, &qc),
+            Action::Invalidate(Invalidation::Keys {
+                db: "d".into(),
+                table: "t".into(),
+                keys: vec![1, 2],
+                values: vec![]
+            })
         );
-        let table = Action::Invalidate(Invalidation::Table { db: "d".into(), table: "t".into() });
-        assert_eq!(action(&rows(vec![], vec![vec![Value::Int(1), Value::Null]])), table);
-        assert_eq!(action(&rows(vec![0, 1], vec![vec![Value::Int(1), Value::Int(2)]])), table);
-        assert_eq!(action(&rows(vec![0], vec![vec![Value::Bytes(b"k".to_vec()), Value::Null]])), table);
-        assert_eq!(action(&rows(vec![0], vec![vec![Value::UInt(u64::MAX), Value::Null]])), table);
+        let table = |t: &str| Action::Invalidate(Invalidation::Table { db: "d".into(), table: t.into() });
+        assert_eq!(action(&rows("t", &["id"], vec![vec![Value::UInt(u64::MAX)]]), &qc), table("t"));
+        assert_eq!(action(&rows("t", &["ID"], vec![vec![Value::Null]]), &qc), table("t"));
+        assert_eq!(action(&rows("t", &["k"], vec![vec![Value::Int(1)]]), &qc), table("t"));
+        assert_eq!(action(&rows("unknown", &["id"], vec![vec![Value::Int(1)]]), &qc), table("unknown"));
+    }
+
+    /// The key names of a row invalidation's values, and how many values each has.
+    fn listed(a: Action) -> Vec<(String, usize)> {
+        match a {
+            Action::Invalidate(Invalidation::Keys { keys, values, .. }) => {
+                assert!(keys.is_empty());
+                values.iter().map(|kv| (kv.key.to_string(), kv.values.len())).collect()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn string_composite_and_unique_keys() {
+        let qc = qc();
+        let cols = ["code", "email", "v"];
+        // Before and after images: 'AB' and 'ab ' are one code under _ci; two emails.
+        let c = rows("u", &cols, vec![vec![s("AB"), s("x@y"), Value::Null], vec![s("ab "), s("X@y"), Value::Int(1)]]);
+        assert_eq!(listed(action(&c, &qc)), vec![("code".into(), 1), ("email".into(), 2)]);
+        // A NULL (or left-out) email, a non-ASCII one: the email key is not listed.
+        let c = rows("u", &cols, vec![vec![s("ab"), Value::Null, Value::Null]]);
+        assert_eq!(listed(action(&c, &qc)), vec![("code".into(), 1)]);
+        let c = rows("u", &cols, vec![vec![s("ab"), s("é@y"), Value::Null]]);
+        assert_eq!(listed(action(&c, &qc)), vec![("code".into(), 1)]);
+        let c = rows("c", &["a", "b"], vec![vec![Value::Int(1), s("k")], vec![Value::UInt(1), s("K")]]);
+        assert_eq!(listed(action(&c, &qc)), vec![("a,b".into(), 1)]);
+        // No key value known at all: the table.
+        let c = rows("c", &["a", "b"], vec![vec![Value::Int(1), s("é")]]);
+        assert_eq!(action(&c, &qc), Action::Invalidate(Invalidation::Table { db: "d".into(), table: "c".into() }));
     }
 
     #[test]
     fn stream_state() {
-        assert_eq!(action(&Change::Connected), Action::Online(true));
-        assert_eq!(action(&Change::Disconnected { reason: "x".into() }), Action::Online(false));
-        assert_eq!(action(&Change::All { reason: "gap".into() }), Action::Invalidate(Invalidation::All));
+        let qc = qc();
+        assert_eq!(action(&Change::Connected, &qc), Action::Online(true));
+        assert_eq!(action(&Change::Disconnected { reason: "x".into() }, &qc), Action::Online(false));
+        assert_eq!(action(&Change::All { reason: "gap".into() }, &qc), Action::Invalidate(Invalidation::All));
     }
 }

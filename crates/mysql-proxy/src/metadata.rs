@@ -1,5 +1,5 @@
 //! The metadata task: fills the query cache's schema registry (base table or view, primary
-//! key columns and whether they are integers) from the backend's `information_schema`,
+//! and unique key columns with their types and collations) from the backend's `information_schema`,
 //! for the tables statements asked about, with the `--mysql-user` account; and loads the
 //! side-effect graph (triggers, cascading foreign keys, stored functions) and the global
 //! `sql_mode` at start and after every DDL.
@@ -172,14 +172,15 @@ async fn fetch(c: &mut Conn, tables: &[TableName]) -> mysql_async::Result<Vec<Ta
             params.clone(),
         )
         .await?;
-    let keys: Vec<(String, String, String, String)> = c
+    // Every column of every unique index (PRIMARY included), with its type and collation.
+    let keys: Vec<(String, String, String, String, String, Option<String>)> = c
         .exec(
             format!(
-                "SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, c.DATA_TYPE \
-                 FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.COLUMNS c \
-                 ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME \
-                 WHERE k.CONSTRAINT_NAME = 'PRIMARY' AND (k.TABLE_SCHEMA, k.TABLE_NAME) IN ({pairs}) \
-                 ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.ORDINAL_POSITION"
+                "SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, c.DATA_TYPE, c.COLLATION_NAME \
+                 FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c \
+                 ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME \
+                 WHERE s.NON_UNIQUE = 0 AND (s.TABLE_SCHEMA, s.TABLE_NAME) IN ({pairs}) \
+                 ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX"
             ),
             params,
         )
@@ -193,29 +194,16 @@ async fn fetch(c: &mut Conn, tables: &[TableName]) -> mysql_async::Result<Vec<Ta
             if !base {
                 return TableInfo::not_base();
             }
-            let pk = keys
-                .iter()
-                .filter(|(db, name, _, _)| *db == *t.db && *name == *t.table)
-                .map(|(_, _, col, ty)| PkColumn { name: col.clone(), integer: is_integer(ty) })
-                .collect();
-            TableInfo::base(pk)
+            let mut indexes: Vec<(&str, Vec<PkColumn>)> = Vec::new();
+            for (_, _, index, col, ty, coll) in keys.iter().filter(|k| *k.0 == *t.db && *k.1 == *t.table) {
+                let c = PkColumn::new(col, ty, coll.as_deref());
+                match indexes.last_mut() {
+                    Some((i, cols)) if *i == index.as_str() => cols.push(c),
+                    _ => indexes.push((index, vec![c])),
+                }
+            }
+            let pk = indexes.iter().position(|(i, _)| *i == "PRIMARY").map(|p| indexes.remove(p).1);
+            indexes.into_iter().fold(TableInfo::base(pk.unwrap_or_default()), |info, (_, cols)| info.with_unique(cols))
         })
         .collect())
-}
-
-/// Whether an `information_schema.COLUMNS.DATA_TYPE` is an integer type.
-fn is_integer(data_type: &str) -> bool {
-    matches!(
-        data_type.to_ascii_lowercase().as_str(),
-        "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn integer_types() {
-        assert!(super::is_integer("BIGINT") && super::is_integer("int"));
-        assert!(!super::is_integer("decimal") && !super::is_integer("varchar"));
-    }
 }

@@ -50,7 +50,7 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let budget = Duration::from_millis(if quick { 50 } else { 1000 });
     let c = QueryCache::new(Config { size: 64 << 20, limit: 1 << 20, mode: Mode::On, ..Config::default() });
-    c.schema().set_table("sbtest", "sbtest1", TableInfo::base(vec![PkColumn { name: "id".into(), integer: true }]));
+    c.schema().set_table("sbtest", "sbtest1", TableInfo::base(vec![PkColumn::int("id")]));
     let mut s = c.session("sbtest", Some("sbtest"), 45, 0x0000_0200);
     let point = b"SELECT c FROM sbtest1 WHERE id=5017";
     let range = b"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 5017 AND 5116 ORDER BY c";

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::effects::Follow;
 use crate::flight::{Flight, Waiter};
 use crate::hash::hash128;
-use crate::index::{Hk, Index, Locked};
+use crate::index::{Hk, Index, Locked, RowKeys};
 use crate::lexer::Dialect;
 use crate::memo::Memo;
 use crate::schema::SchemaRegistry;
@@ -313,7 +313,7 @@ impl QueryCache {
     }
 
     /// Drop entries of `t` (keys, or all) with the shard of `t` locked.
-    fn drop_tables(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&[i64]>) {
+    fn drop_tables(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&RowKeys<'_>>) {
         let mut out = Vec::new();
         self.index.invalidate(l, t, keys, &mut out);
         self.remove(&out);
@@ -375,7 +375,7 @@ impl QueryCache {
         }
         let counted = source != Source::Recheck;
         match inv {
-            Invalidation::Keys { db, table, keys } => {
+            Invalidation::Keys { db, table, keys, values } => {
                 if source == Source::Binlog {
                     bump(&c.invalidations_binlog_rows);
                 }
@@ -384,7 +384,7 @@ impl QueryCache {
                 }
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
-                self.drop_tables(&mut l, &t, Some(keys));
+                self.drop_tables(&mut l, &t, Some(&RowKeys { ints: keys, values }));
             }
             Invalidation::Table { db, table } => {
                 if counted {

@@ -31,12 +31,20 @@ pub struct Effects {
     follows: HashMap<TableName, Follow>,
     /// Stored functions as lower-cased (db, name).
     functions: HashSet<(String, String)>,
+    /// Tables with at least one trigger.
+    triggered: HashSet<TableName>,
 }
 
 impl Effects {
     /// What else may change when `t` changes (None: nothing).
     pub fn follows(&self, t: &TableName) -> Option<&Follow> {
         self.follows.get(t)
+    }
+
+    /// Whether `t` has a trigger: a BEFORE trigger may change the key values a write's
+    /// text shows (`SET NEW.id = ...`), so such writes are not narrowed to keys.
+    pub fn has_triggers(&self, t: &TableName) -> bool {
+        self.triggered.contains(t)
     }
 
     /// Every table of `db` with side effects, and what they are.
@@ -83,7 +91,12 @@ impl EffectsBuilder {
 
     /// The closure: for every table, everything a change to it may also change.
     pub fn build(mut self) -> Effects {
-        let functions = Effects { follows: HashMap::new(), functions: std::mem::take(&mut self.functions) };
+        let functions = Effects {
+            follows: HashMap::new(),
+            functions: std::mem::take(&mut self.functions),
+            triggered: HashSet::new(),
+        };
+        let triggered: HashSet<TableName> = self.triggers.iter().map(|(t, _, _)| t.clone()).collect();
         for (table, db, body) in std::mem::take(&mut self.triggers) {
             match trigger_writes(&db, &body, &functions) {
                 Some(ts) => self.edges.entry(table).or_default().extend(ts),
@@ -117,7 +130,7 @@ impl EffectsBuilder {
             };
             follows.insert(start.clone(), f);
         }
-        Effects { follows, functions: functions.functions }
+        Effects { follows, functions: functions.functions, triggered }
     }
 }
 
@@ -208,6 +221,8 @@ mod tests {
         assert_eq!(fx.follows(&t("d", "x")), Some(&Follow::All));
         assert_eq!(fx.follows(&t("d", "y")), Some(&Follow::All));
         assert_eq!(fx.follows(&t("d", "z")), None);
+        assert!(fx.has_triggers(&t("d", "a")) && fx.has_triggers(&t("d", "x")));
+        assert!(!fx.has_triggers(&t("d", "b")) && !fx.has_triggers(&t("d", "y")));
     }
 
     #[test]

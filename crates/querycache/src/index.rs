@@ -6,18 +6,27 @@
 //! of references is bounded (over the bound, a table's references are collected, and if
 //! that is not enough the table's entries are dropped: fail safe).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::types::{Scope, TableName};
+use crate::ranges::Ranges;
+use crate::types::{KeyValues, Scope, TableName};
 
 /// An entry's name in the engine: the hash of its full key.
 pub(crate) type Hk = [u8; 16];
 
-/// Ranges wider than this are kept in a list scanned on every invalidation.
-const NARROW: u64 = 1 << 20;
+/// What a row-level invalidation knows: the integer primary-key values and the values of
+/// the keys in `values` (every other key's results go).
+pub(crate) struct RowKeys<'a> {
+    pub ints: &'a [i64],
+    pub values: &'a [KeyValues],
+}
+
+/// One key's entries by encoded value.
+type ByValue = HashMap<Box<[u8]>, Vec<Hk>>;
 
 /// One table's version and references.
 #[derive(Default)]
@@ -27,12 +36,22 @@ pub(crate) struct TableState {
     /// state's creation (an invalidation may have come just before, while it had no state).
     pub seq: u64,
     table_level: HashSet<Hk>,
+    /// Integer primary-key points.
     points: HashMap<i64, Vec<Hk>>,
-    /// Narrow ranges by (lo, entry) → hi.
-    ranges: BTreeMap<(i64, Hk), i64>,
-    max_width: u64,
-    wide: HashMap<Hk, (i64, i64)>,
+    /// Integer primary-key ranges.
+    ranges: Ranges,
+    /// Key name → encoded value → entries (`Scope::Values`).
+    values: HashMap<Arc<str>, ByValue>,
     refs: usize,
+}
+
+/// Append `hk` to `v` unless there; returns 1 if added.
+fn push_new(v: &mut Vec<Hk>, hk: Hk) -> usize {
+    if v.contains(&hk) {
+        return 0;
+    }
+    v.push(hk);
+    1
 }
 
 impl TableState {
@@ -46,24 +65,19 @@ impl TableState {
             }
             Scope::Points(ps) => {
                 for p in ps {
-                    let v = self.points.entry(*p).or_default();
-                    if !v.contains(&hk) {
-                        v.push(hk);
-                        self.refs += 1;
-                    }
+                    self.refs += push_new(self.points.entry(*p).or_default(), hk);
                 }
             }
-            Scope::Range(lo, hi) => {
-                let width = (*hi as i128 - *lo as i128).max(0) as u128;
-                if width > NARROW as u128 {
-                    if self.wide.insert(hk, (*lo, *hi)).is_none() {
-                        self.refs += 1;
-                    }
-                } else {
-                    self.max_width = self.max_width.max(width as u64);
-                    if self.ranges.insert((*lo, hk), *hi).is_none() {
-                        self.refs += 1;
-                    }
+            Scope::Range(lo, hi) => match self.ranges.insert(*lo, *hi, hk) {
+                Some(new) => self.refs += usize::from(new),
+                // The planner tags ranges too wide for the index table-level; one that got
+                // here anyway is kept table-level too (fail safe).
+                None => self.refs += usize::from(self.table_level.insert(hk)),
+            },
+            Scope::Values(kv) => {
+                let m = self.values.entry(kv.key.clone()).or_default();
+                for v in &kv.values {
+                    self.refs += push_new(m.entry(v.clone()).or_default(), hk);
                 }
             }
         }
@@ -74,43 +88,44 @@ impl TableState {
     fn drain_all(&mut self, out: &mut Vec<Hk>) -> usize {
         out.extend(self.table_level.drain());
         out.extend(self.points.drain().flat_map(|(_, v)| v));
-        out.extend(self.ranges.keys().map(|(_, h)| *h));
-        self.ranges.clear();
-        out.extend(self.wide.drain().map(|(h, _)| h));
-        self.max_width = 0;
+        self.ranges.drain_all(out);
+        out.extend(self.values.drain().flat_map(|(_, m)| m.into_values().flatten()));
         std::mem::take(&mut self.refs)
     }
 
-    /// Entries depending on rows with these keys (and every table-level entry).
-    fn drain_keys(&mut self, keys: &[i64], out: &mut Vec<Hk>) -> usize {
-        let before = self.refs;
-        self.refs -= self.table_level.len();
+    /// Entries depending on rows with these keys: every table-level entry, the points and
+    /// ranges of `k.ints`, the values of the keys `k.values` lists, and every entry tagged
+    /// on a key it does not list.
+    fn drain_keys(&mut self, k: &RowKeys<'_>, out: &mut Vec<Hk>) -> usize {
+        let mut freed = self.table_level.len();
         out.extend(self.table_level.drain());
-        for k in keys {
-            if let Some(v) = self.points.remove(k) {
-                self.refs -= v.len();
+        for key in k.ints {
+            if let Some(v) = self.points.remove(key) {
+                freed += v.len();
                 out.extend(v);
             }
-            let from = k.saturating_sub(self.max_width.min(i64::MAX as u64) as i64);
-            let hit: Vec<(i64, Hk)> = self
-                .ranges
-                .range((from, [0u8; 16])..=(*k, [0xffu8; 16]))
-                .filter(|(_, hi)| **hi >= *k)
-                .map(|(key, _)| *key)
-                .collect();
-            for key in hit {
-                self.ranges.remove(&key);
-                self.refs -= 1;
-                out.push(key.1);
-            }
-            let wide: Vec<Hk> = self.wide.iter().filter(|(_, (lo, hi))| lo <= k && k <= hi).map(|(h, _)| *h).collect();
-            for h in wide {
-                self.wide.remove(&h);
-                self.refs -= 1;
-                out.push(h);
-            }
+            freed += self.ranges.drain_key(*key, out);
         }
-        before - self.refs
+        self.values.retain(|name, m| match k.values.iter().find(|kv| kv.key == *name) {
+            Some(kv) => {
+                for v in &kv.values {
+                    if let Some(hs) = m.remove(v) {
+                        freed += hs.len();
+                        out.extend(hs);
+                    }
+                }
+                !m.is_empty()
+            }
+            None => {
+                for (_, hs) in m.drain() {
+                    freed += hs.len();
+                    out.extend(hs);
+                }
+                false
+            }
+        });
+        self.refs -= freed;
+        freed
     }
 
     /// Forget references to entries that no longer exist.
@@ -121,12 +136,17 @@ impl TableState {
             v.retain(|h| alive(h));
             !v.is_empty()
         });
-        self.ranges.retain(|(_, h), _| alive(h));
-        self.wide.retain(|h, _| alive(h));
-        self.refs = self.table_level.len()
-            + self.points.values().map(Vec::len).sum::<usize>()
-            + self.ranges.len()
-            + self.wide.len();
+        let ranges = self.ranges.retain(alive);
+        let mut values = 0;
+        self.values.retain(|_, m| {
+            m.retain(|_, v| {
+                v.retain(|h| alive(h));
+                values += v.len();
+                !v.is_empty()
+            });
+            !m.is_empty()
+        });
+        self.refs = self.table_level.len() + self.points.values().map(Vec::len).sum::<usize>() + ranges + values;
         before - self.refs
     }
 }
@@ -213,11 +233,11 @@ impl Index {
         freed * 4 >= st.refs.max(1) || self.refs.load(Ordering::Relaxed) <= self.max_refs * 3 / 4
     }
 
-    /// Invalidate `keys` of `t` (or the whole table when `keys` is None): bumps its
-    /// version and returns the entries to drop.
+    /// Invalidate rows of `t` with `keys` (or the whole table when `keys` is None): bumps
+    /// its version and returns the entries to drop.
     /// A table without state has no entries and no fill in flight: nothing to do (so
     /// writes to arbitrary table names do not grow the index).
-    pub fn invalidate(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&[i64]>, out: &mut Vec<Hk>) {
+    pub fn invalidate(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&RowKeys<'_>>, out: &mut Vec<Hk>) {
         let seq = self.next_seq();
         let Some(st) = l.existing(self, t) else { return };
         st.version += 1;

@@ -21,6 +21,8 @@
 //! cache.finish_fill(fill, Option<&[u8]>)                None: not cacheable (wakes followers)
 //! waiter.wait().await -> Option<Arc<[u8]>>              None: query the backend yourself
 //! cache.invalidate(&Invalidation, Source)               binlog changes (and anything else)
+//! cache.rows_changed(db, table, columns, rows, value) -> Invalidation   a binlog row event's
+//!                                                      images as key values (see docs "Tags")
 //! cache.set_online(bool)                                binlog connected / broken; drops all
 //! cache.schema() -> &SchemaRegistry                     wanted(), wanted_notify(), set_table(),
 //!                                                      forget()
@@ -37,7 +39,8 @@
 //! - `funcs`: deterministic / non-deterministic function lists;
 //! - [`session`]: per-connection state; `plan`: statement → [`Plan`];
 //! - `cache`: entries in an `engine::Engine`, versioned fills, singleflight
-//!   ([`flight`]), invalidation; `index`: the tag index; `reply`: storable replies;
+//!   ([`flight`]), invalidation; `index`: the tag index (`ranges`: its integer-key
+//!   ranges); `keys`: key values as tags (collations); `reply`: storable replies;
 //! - [`schema`]: the schema registry; [`effects`]: triggers, cascades and stored functions
 //!   (what a write changes beyond its text); [`stats`]: counters.
 
@@ -51,11 +54,14 @@ pub mod flight;
 mod funcs;
 mod hash;
 mod index;
+mod keys;
 mod lexer;
 mod memo;
 mod plan;
+mod ranges;
 mod reply;
 pub mod schema;
+mod scopes;
 pub mod session;
 mod setstmt;
 pub mod stats;
@@ -71,7 +77,7 @@ pub use plan::Prepared;
 pub use schema::{PkColumn, SchemaRegistry, TableInfo};
 pub use session::Session;
 pub use stats::Stats;
-pub use types::{Invalidation, Key, Param, Plan, Scope, Source, TableName, Tag, Tags};
+pub use types::{Invalidation, Key, KeyValues, Param, Plan, Scope, Source, TableName, Tag, Tags};
 
 #[cfg(test)]
 fn _assert_send_sync() {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::analyze::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
-use crate::ast::{Cons, KeyPred, RelName, SlotRef};
+use crate::ast::{RelName, SlotRef};
 use crate::cache::{make_key, QueryCache, MAX_KEY};
 use crate::config::{InTransactions, Mode};
 use crate::digests::Outcome;
@@ -15,8 +15,6 @@ use crate::stats::bump;
 use crate::types::{Invalidation, Param, Plan, Scope, Source, TableName, Tag, Tags};
 use crate::writes::{untrackable_var, write_keys};
 
-/// Largest IN list / range expanded into key points.
-pub(crate) const MAX_POINTS: usize = 1024;
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
 const SYSTEM_SCHEMAS: [&str; 4] = ["mysql", "information_schema", "performance_schema", "sys"];
 
@@ -42,12 +40,13 @@ impl Prepared {
 
 /// Where the values of a statement come from.
 pub(crate) struct Values<'a> {
-    text: &'a [u8],
-    slots: &'a [Slot],
-    params: &'a [Param],
+    pub text: &'a [u8],
+    pub slots: &'a [Slot],
+    pub params: &'a [Param],
 }
 
 impl Values<'_> {
+    /// An integer literal's or integer parameter's value (negated for `- ?`).
     pub(crate) fn int(&self, r: SlotRef) -> Option<i64> {
         let v = match self.slots.get(r.slot as usize)?.value {
             SlotValue::Int(v) => v,
@@ -77,39 +76,6 @@ impl Values<'_> {
         }
         v.extend_from_slice(&self.text[s.start as usize..s.end as usize]);
         Some(v)
-    }
-
-    /// The rows a key predicate allows, as a scope.
-    fn scope(&self, p: &KeyPred) -> Option<Scope> {
-        match &p.cons {
-            Cons::Points(v) => {
-                if v.len() > MAX_POINTS {
-                    return None;
-                }
-                let mut pts: Vec<i64> = v.iter().map(|r| self.int(*r)).collect::<Option<_>>()?;
-                pts.sort_unstable();
-                pts.dedup();
-                Some(Scope::Points(pts))
-            }
-            Cons::Range(lo, hi) => {
-                let lo = match lo {
-                    None => i64::MIN,
-                    Some((r, true)) => self.int(*r)?,
-                    Some((r, false)) => self.int(*r)?.checked_add(1)?,
-                };
-                let hi = match hi {
-                    None => i64::MAX,
-                    Some((r, true)) => self.int(*r)?,
-                    Some((r, false)) => self.int(*r)?.checked_sub(1)?,
-                };
-                Some(Scope::Range(lo, hi))
-            }
-        }
-    }
-
-    /// The first key predicate on `pk` that resolves to a scope.
-    pub(crate) fn key_scope(&self, preds: &[KeyPred], pk: &str) -> Option<Scope> {
-        preds.iter().filter(|p| &*p.column == pk).find_map(|p| self.scope(p))
     }
 }
 
@@ -367,10 +333,7 @@ impl QueryCache {
             if !known.base_table {
                 return Err("view or missing table");
             }
-            let scope = match (&known.int_pk, single) {
-                (Some(pk), true) => v.key_scope(&r.preds, pk).unwrap_or(Scope::Table),
-                _ => Scope::Table,
-            };
+            let scope = if single { v.read_scope(&r.preds, &known) } else { Scope::Table };
             tags.push(Tag { table: t, scope });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
@@ -396,12 +359,17 @@ impl QueryCache {
         let mut out = Vec::with_capacity(rels.len());
         for rel in rels {
             let Some(t) = resolve(rel, db) else { return vec![Invalidation::All] };
-            let keys = match (&w.keys, rels.len()) {
-                (Some(k), 1) => self.schema.lookup(&t).and_then(|known| write_keys(k, v, known.int_pk.as_deref()?)),
+            let inv = match (&w.keys, rels.len()) {
+                // A BEFORE trigger may rewrite the key values the text shows.
+                (Some(k), 1) if self.schema.effects().is_some_and(|fx| !fx.has_triggers(&t)) => {
+                    self.schema.lookup(&t).and_then(|known| write_keys(k, v, &known))
+                }
                 _ => None,
             };
-            out.push(match keys {
-                Some(keys) => Invalidation::Keys { db: t.db.to_string(), table: t.table.to_string(), keys },
+            out.push(match inv {
+                Some((keys, values)) => {
+                    Invalidation::Keys { db: t.db.to_string(), table: t.table.to_string(), keys, values }
+                }
                 None => Invalidation::Table { db: t.db.to_string(), table: t.table.to_string() },
             });
         }

@@ -1,4 +1,6 @@
-//! The schema registry: which tables are base tables and what their primary keys are.
+//! The schema registry: which tables are base tables, and their primary and unique keys
+//! (with each key column's type and collation, which decide how its values are tagged:
+//! see `crate::keys`).
 //!
 //! The proxy's metadata task fills it from `information_schema`; until a table is known,
 //! statements on it are not cached, and the table is queued in [`SchemaRegistry::wanted`].
@@ -11,19 +13,53 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::effects::Effects;
+use crate::keys::{Fold, KeyDef};
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
 use crate::types::TableName;
 
-/// One primary-key column.
+/// One column of a key (primary or unique).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PkColumn {
     /// Column name.
     pub name: String,
     /// Whether its type is an integer type (TINYINT .. BIGINT, signed or not).
     pub integer: bool,
+    /// For a CHAR, VARCHAR or VARBINARY column, `information_schema.COLUMNS.DATA_TYPE`
+    /// and `COLLATION_NAME` (e.g. `("varchar", "utf8mb4_general_ci")`): string keys are
+    /// tagged only with a collation whose equality `crate::keys` can reproduce.
+    pub string: Option<(String, String)>,
+}
+
+impl PkColumn {
+    /// An integer key column.
+    pub fn int(name: &str) -> PkColumn {
+        PkColumn { name: name.into(), integer: true, string: None }
+    }
+
+    /// A column as `information_schema.COLUMNS` describes it (DATA_TYPE, COLLATION_NAME).
+    pub fn new(name: &str, data_type: &str, collation: Option<&str>) -> PkColumn {
+        let integer = crate::keys::Fold::of(data_type, None) == Some(crate::keys::Fold::Int);
+        let ty = data_type.to_ascii_lowercase();
+        // information_schema gives binary strings (VARBINARY) no collation: it is `binary`.
+        let string = match collation {
+            Some(c) => Some((ty, c.to_string())),
+            None if ty == "varbinary" => Some((ty, "binary".to_string())),
+            None => None,
+        };
+        PkColumn { name: name.into(), integer, string }
+    }
+
+    /// How its values compare (None: not taggable).
+    fn fold(&self) -> Option<Fold> {
+        if self.integer {
+            return Some(Fold::Int);
+        }
+        let (ty, coll) = self.string.as_ref()?;
+        Fold::of(ty, Some(coll))
+    }
 }
 
 /// What the registry knows about one table.
@@ -33,17 +69,25 @@ pub struct TableInfo {
     pub base_table: bool,
     /// Primary-key columns in key order (empty: none).
     pub primary_key: Vec<PkColumn>,
+    /// Unique secondary keys, each its columns in key order.
+    pub unique_keys: Vec<Vec<PkColumn>>,
 }
 
 impl TableInfo {
     /// A base table with the given primary key.
     pub fn base(primary_key: Vec<PkColumn>) -> TableInfo {
-        TableInfo { base_table: true, primary_key }
+        TableInfo { base_table: true, primary_key, unique_keys: Vec::new() }
+    }
+
+    /// This table with one more unique secondary key.
+    pub fn with_unique(mut self, columns: Vec<PkColumn>) -> TableInfo {
+        self.unique_keys.push(columns);
+        self
     }
 
     /// A view, or a table that does not exist: never cached.
     pub fn not_base() -> TableInfo {
-        TableInfo { base_table: false, primary_key: Vec::new() }
+        TableInfo { base_table: false, primary_key: Vec::new(), unique_keys: Vec::new() }
     }
 
     /// The single integer primary-key column, lower-cased, if the key is exactly that.
@@ -53,6 +97,21 @@ impl TableInfo {
             _ => None,
         }
     }
+
+    /// The keys tagged by value: the primary key unless it is the integer one, then the
+    /// unique keys; each once, and only those whose every column is taggable.
+    fn value_keys(&self) -> Vec<KeyDef> {
+        let pk = (self.int_pk().is_none()).then_some(&self.primary_key);
+        let mut out: Vec<KeyDef> = Vec::new();
+        for cols in pk.into_iter().chain(&self.unique_keys) {
+            let named: Vec<(String, Option<Fold>)> = cols.iter().map(|c| (c.name.clone(), c.fold())).collect();
+            match KeyDef::new(&named) {
+                Some(k) if !out.iter().any(|o| o.id == k.id) && self.int_pk().as_deref() != Some(&*k.id) => out.push(k),
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// A known table, as the hot path needs it.
@@ -61,6 +120,8 @@ pub(crate) struct Known {
     pub base_table: bool,
     /// Lower-cased name of the single integer primary-key column.
     pub int_pk: Option<Arc<str>>,
+    /// Keys tagged by value (see [`TableInfo::value_keys`]).
+    pub keys: Arc<[KeyDef]>,
 }
 
 const SHARDS: usize = 16;
@@ -113,7 +174,7 @@ impl SchemaRegistry {
     /// Record what the metadata task learned about a table.
     pub fn set_table(&self, db: &str, table: &str, info: TableInfo) {
         let t = TableName::new(db, table);
-        let known = Known { base_table: info.base_table, int_pk: info.int_pk() };
+        let known = Known { base_table: info.base_table, int_pk: info.int_pk(), keys: info.value_keys().into() };
         self.wanted.lock().remove(&t);
         self.shard(&t).write().insert(t, known);
     }
@@ -184,6 +245,11 @@ impl SchemaRegistry {
     /// (`registry.wanted_notify().notified().await`).
     pub fn wanted_notify(&self) -> &Notify {
         &self.notify
+    }
+
+    /// What the registry knows about a table, without queueing it.
+    pub(crate) fn peek(&self, t: &TableName) -> Option<Known> {
+        self.shard(t).read().get(t).cloned()
     }
 
     /// What the registry knows about a table (without queueing it).

@@ -21,16 +21,20 @@ impl TableName {
 /// What changed, so that the cache drops the results that may depend on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Invalidation {
-    /// Rows with these integer primary-key values of one table changed (inserted,
-    /// updated or deleted): drops results tagged with these points, ranges holding
-    /// them, and every table-level result of the table.
+    /// Rows of one table changed (inserted, updated or deleted) and these are their key
+    /// values (before and after images for updates). Drops every table-level result of the
+    /// table, results tagged with these integer primary-key points or ranges holding them,
+    /// results tagged with these values of a key listed in `values`, and every result
+    /// tagged by value on a key *not* listed in `values` (its values are unknown).
     Keys {
         /// Database.
         db: String,
         /// Table.
         table: String,
-        /// Primary-key values (before and after images for updates).
+        /// Values of the single-column integer primary key (empty if the table has none).
         keys: Vec<i64>,
+        /// Values of the other keys the write knows (see [`Scope::Values`]).
+        values: Vec<KeyValues>,
     },
     /// Anything in one table may have changed.
     Table {
@@ -66,10 +70,29 @@ pub enum Source {
 pub enum Scope {
     /// Any row of the table.
     Table,
-    /// Only rows with these primary-key values.
+    /// Only rows with these values of the single-column integer primary key.
     Points(Vec<i64>),
-    /// Only rows whose primary key lies in `lo..=hi`.
+    /// Only rows whose single-column integer primary key lies in `lo..=hi`.
     Range(i64, i64),
+    /// Only rows whose key `values.key` (a string or composite primary key, or a unique
+    /// secondary key) has one of `values.values`.
+    Values(KeyValues),
+}
+
+/// Values of one key of a table: what a [`Scope::Values`] result depends on, or what a
+/// write changed ([`Invalidation::Keys`]).
+///
+/// A key is named by its lower-cased columns in key order, joined by commas (`"email"`,
+/// `"a,b"`), so readers and writers name it alike whatever the index is called. Values
+/// are encoded by `crate::keys`: one byte string per row, each column normalized so that
+/// values MariaDB compares as equal under the column's collation encode alike (`'abc'`,
+/// `'ABC'` and `'abc '` under a `_ci` collation).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KeyValues {
+    /// The key's name: its lower-cased columns joined by commas.
+    pub key: Arc<str>,
+    /// Encoded values, sorted and without duplicates.
+    pub values: Vec<Box<[u8]>>,
 }
 
 /// One dependency of a cached result.
@@ -85,16 +108,19 @@ pub struct Tag {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tags(pub Vec<Tag>);
 
-/// A decoded parameter of `COM_STMT_EXECUTE` (only integers matter, for key tags).
+/// A decoded value as far as key tags care: a parameter of `COM_STMT_EXECUTE`, or a
+/// column of a binlog row image ([`crate::QueryCache::rows_changed`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Param {
-    /// SQL NULL.
+    /// SQL NULL (from a binlog image also a column the image left out).
     Null,
-    /// A signed integer parameter.
+    /// A signed integer.
     Int(i64),
-    /// An unsigned integer parameter.
+    /// An unsigned integer.
     UInt(u64),
-    /// Anything else (strings, decimals, floats, dates, blobs).
+    /// A character or binary string (a parameter of a string type, a string column's bytes).
+    Str(Box<[u8]>),
+    /// Anything else (decimals, floats, dates, blobs).
     Other,
 }
 

@@ -1,34 +1,95 @@
 //! Session-dependent rules for writes and `SET`: which key values a write touches, and
 //! which session variable values the cache cannot follow.
 
-use crate::ast::WriteKeys;
-use crate::plan::{Values, MAX_POINTS};
-use crate::types::Scope;
+use crate::ast::{SlotRef, WriteKeys};
+use crate::keys::{encode, row_values, KeyDef, Part};
+use crate::plan::Values;
+use crate::schema::Known;
+use crate::scopes::MAX_WRITE_POINTS;
+use crate::types::{Invalidation, KeyValues, Param, Scope, TableName};
 
-/// Key values a single-table write touches, if it can be narrowed to them.
-pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, pk: &str) -> Option<Vec<i64>> {
-    let scope = match k {
-        WriteKeys::Update { preds, assigned } => {
-            if assigned.iter().any(|c| &**c == pk) {
-                return None;
-            }
-            v.key_scope(preds, pk)?
-        }
-        WriteKeys::Delete { preds } => v.key_scope(preds, pk)?,
-        WriteKeys::Insert { columns, rows } => {
-            let i = columns.iter().position(|c| &**c == pk)?;
-            let keys: Vec<i64> = rows
-                .iter()
-                .map(|r| r.get(i).copied().flatten().and_then(|s| v.int(s)).filter(|k| *k != 0))
-                .collect::<Option<_>>()?;
-            Scope::Points(keys)
-        }
+/// The key values a single-table write changes, if it can be narrowed to rows: the
+/// integer primary key's values, and the values of the value-tagged keys it knows
+/// ([`crate::Invalidation::Keys`]). None: table-level.
+///
+/// - UPDATE / DELETE are narrowed by their WHERE: to integer primary-key values when the
+///   table has that key (every value-tagged result of the table goes: the old values of
+///   its unique keys are not in the statement), else to the values of the first key bound
+///   by equalities on all its columns (every other key's results go). An UPDATE that
+///   assigns a column of that key is table-level (the new rows' values are unknown).
+/// - INSERT with a column list and VALUES is narrowed to the rows' values: the integer
+///   primary key must be given (not 0: auto-increment), and each value-tagged key whose
+///   columns all have literals of their kind is listed (the others' results go).
+pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, known: &Known) -> Option<(Vec<i64>, Vec<KeyValues>)> {
+    let (preds, assigned) = match k {
+        WriteKeys::Update { preds, assigned } => (preds, &assigned[..]),
+        WriteKeys::Delete { preds } => (preds, &[][..]),
+        WriteKeys::Insert { columns, rows } => return insert_keys(columns, rows, v, known),
     };
-    match scope {
-        Scope::Points(p) if p.len() <= MAX_POINTS => Some(p),
-        Scope::Range(lo, hi) if (hi as i128 - lo as i128) < MAX_POINTS as i128 => Some((lo..=hi).collect()),
-        _ => None,
+    if let Some(pk) = known.int_pk.as_deref() {
+        if assigned.iter().any(|c| &**c == pk) {
+            return None;
+        }
+        let keys = match v.int_scope(preds, pk, MAX_WRITE_POINTS)? {
+            Scope::Points(p) => p,
+            Scope::Range(lo, hi) if (hi as i128 - lo as i128) < MAX_WRITE_POINTS as i128 => (lo..=hi).collect(),
+            _ => return None,
+        };
+        return Some((keys, Vec::new()));
     }
+    known.keys.iter().find_map(|key| {
+        if key.columns.iter().any(|(c, _)| assigned.contains(c)) {
+            return None;
+        }
+        Some((Vec::new(), vec![v.key_values(preds, key, MAX_WRITE_POINTS)?]))
+    })
+}
+
+/// The slot of one column in one VALUES row (None: not given, or not a literal).
+type Cell<'a> = dyn Fn(&[Option<SlotRef>], &str) -> Option<SlotRef> + 'a;
+
+/// [`write_keys`] of `INSERT (columns) VALUES rows`.
+fn insert_keys(
+    columns: &[std::sync::Arc<str>],
+    rows: &[Vec<Option<SlotRef>>],
+    v: &Values<'_>,
+    known: &Known,
+) -> Option<(Vec<i64>, Vec<KeyValues>)> {
+    if rows.len() > MAX_WRITE_POINTS {
+        return None;
+    }
+    let cell = |row: &[Option<SlotRef>], col: &str| -> Option<SlotRef> {
+        let i = columns.iter().position(|c| &**c == col)?;
+        row.get(i).copied().flatten()
+    };
+    let keys = match known.int_pk.as_deref() {
+        Some(pk) => {
+            rows.iter().map(|r| cell(r, pk).and_then(|s| v.int(s)).filter(|k| *k != 0)).collect::<Option<_>>()?
+        }
+        None => Vec::new(),
+    };
+    let values: Vec<KeyValues> = known.keys.iter().filter_map(|key| insert_values(key, rows, v, &cell)).collect();
+    if known.int_pk.is_none() && values.is_empty() {
+        return None;
+    }
+    Some((keys, values))
+}
+
+/// The values of `key` in every inserted row; None if a row lacks one.
+fn insert_values(key: &KeyDef, rows: &[Vec<Option<SlotRef>>], v: &Values<'_>, cell: &Cell<'_>) -> Option<KeyValues> {
+    let mut values = Vec::with_capacity(rows.len());
+    for r in rows {
+        // An integer 0 may be an auto-increment column's "generate one".
+        let parts: Vec<Part> = key
+            .columns
+            .iter()
+            .map(|(c, f)| f.value(&v.param(cell(r, c)?)?).filter(|p| *p != Part::Int(0)))
+            .collect::<Option<_>>()?;
+        values.push(encode(&parts));
+    }
+    values.sort();
+    values.dedup();
+    Some(KeyValues { key: key.id.clone(), values })
 }
 
 /// Session variables whose values the cache cannot follow.
@@ -45,5 +106,49 @@ pub(crate) fn untrackable_var(name: &str, val: &[u8]) -> Option<&'static str> {
             Some("sql_mode changes how statements are lexed")
         }
         _ => None,
+    }
+}
+
+impl crate::QueryCache {
+    /// The invalidation for rows of `db.table` seen changed in the binlog: `columns` are
+    /// the table's column names, `value(row, i)` the value of column `i` in a row image
+    /// (give every image: before and after for updates). Key-level when the schema
+    /// registry knows the table's keys and the images hold their values (else
+    /// table-level); a value-tagged key whose value is unknown or refused in any image
+    /// (NULL included: an image may leave columns out) is left unlisted, so every result
+    /// tagged on it goes.
+    pub fn rows_changed<R>(
+        &self,
+        db: &str,
+        table: &str,
+        columns: &[String],
+        rows: &[R],
+        value: impl Fn(&R, usize) -> Param,
+    ) -> Invalidation {
+        let t = TableName::new(db, table);
+        let whole = || Invalidation::Table { db: db.to_string(), table: table.to_string() };
+        let Some(known) = self.schema.peek(&t) else { return whole() };
+        let pos = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+        let keys = match known.int_pk.as_deref() {
+            Some(pk) => {
+                let Some(i) = pos(pk) else { return whole() };
+                let ints = rows.iter().map(|r| match value(r, i) {
+                    Param::Int(v) => Some(v),
+                    Param::UInt(u) => i64::try_from(u).ok(),
+                    _ => None,
+                });
+                match ints.collect::<Option<Vec<i64>>>() {
+                    Some(k) => k,
+                    None => return whole(),
+                }
+            }
+            None => Vec::new(),
+        };
+        let values: Vec<KeyValues> =
+            known.keys.iter().filter_map(|k| row_values(k, rows, |r, c| Some(value(r, pos(c)?)))).collect();
+        if known.int_pk.is_none() && values.is_empty() {
+            return whole();
+        }
+        Invalidation::Keys { db: db.to_string(), table: table.to_string(), keys, values }
     }
 }

@@ -29,7 +29,10 @@ fn fill_racing_an_invalidation_is_refused() {
     let f = leader(c.begin_fill(&key, &tags));
     // The backend answers the old row, then a write of row 5 is invalidated before the
     // fill finishes: the old row must not be stored.
-    c.invalidate(&Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![5] }, Source::Proxy);
+    c.invalidate(
+        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![5], values: vec![] },
+        Source::Proxy,
+    );
     c.finish_fill(f, Some(&rows("old")));
     assert_eq!(c.lookup(&key), None);
     assert_eq!(c.stats().fills_refused, 1);
@@ -101,7 +104,10 @@ fn a_miss_after_an_invalidation_does_not_follow_an_older_query() {
     let mut s = session(&c);
     let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 11");
     let _old = leader(c.begin_fill(&key, &tags));
-    c.invalidate(&Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![11] }, Source::Proxy);
+    c.invalidate(
+        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![11], values: vec![] },
+        Source::Proxy,
+    );
     assert!(matches!(c.begin_fill(&key, &tags), FillStart::Leader(_)));
 }
 
@@ -122,7 +128,7 @@ fn memory_bound_holds_with_many_entries() {
     // The most recent entries are there and still invalidate correctly.
     assert!(read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id=39999", &rows(&big)).1);
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![39999] },
+        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![39999], values: vec![] },
         Source::Binlog,
     );
     assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id=39999", &rows(&big)).1);

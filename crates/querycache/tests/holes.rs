@@ -103,7 +103,10 @@ fn analyze_runs_the_statement() {
     let c = cache();
     let mut s = session(&c);
     let p = exec(&c, &mut s, "ANALYZE UPDATE t3 SET c = 'x' WHERE id = 2", 0x0002);
-    assert_eq!(invs(&p), [Invalidation::Keys { db: "sbtest".into(), table: "t3".into(), keys: vec![2] }]);
+    assert_eq!(
+        invs(&p),
+        [Invalidation::Keys { db: "sbtest".into(), table: "t3".into(), keys: vec![2], values: vec![] }]
+    );
     let p = exec(&c, &mut s, "ANALYZE FORMAT=JSON DELETE FROM sbtest1", 0x0002);
     assert_eq!(invs(&p), [Invalidation::Table { db: "sbtest".into(), table: "sbtest1".into() }]);
     assert!(matches!(exec(&c, &mut s, "ANALYZE TABLE t3", 0x0002), Plan::Forward { .. }));
@@ -152,7 +155,7 @@ fn no_backslash_escapes_lexes_writes_right() {
 #[test]
 fn prepared_statements_key_on_their_database() {
     let c = cache();
-    let id = vec![querycache::PkColumn { name: "id".into(), integer: true }];
+    let id = vec![querycache::PkColumn::int("id")];
     c.schema().set_table("other", "sbtest1", querycache::TableInfo::base(id));
     let mut s = session(&c);
     let in_sbtest = c.prepare(&s, b"SELECT c FROM sbtest1 WHERE id = ?");

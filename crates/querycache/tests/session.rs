@@ -107,7 +107,8 @@ fn prepared_statements_key_on_parameters_and_tag_by_them() {
         Plan::Write(vec![querycache::Invalidation::Keys {
             db: "sbtest".into(),
             table: "sbtest1".into(),
-            keys: vec![7]
+            keys: vec![7],
+            values: vec![]
         }])
     );
     // A prepared SET cannot be followed.

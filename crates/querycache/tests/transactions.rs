@@ -66,7 +66,10 @@ fn a_fill_from_a_snapshot_older_than_an_invalidation_is_refused() {
     exec(&c, &mut s, "BEGIN", IN_TRANS);
     // Another session commits a change the binlog reports while this transaction runs:
     // the transaction's snapshot (repeatable read) still shows the old row.
-    c.invalidate(&Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![1] }, Source::Binlog);
+    c.invalidate(
+        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![1], values: vec![] },
+        Source::Binlog,
+    );
     assert!(!read(&c, &mut s, Q, &rows("old snapshot")).1);
     exec(&c, &mut s, "COMMIT", OUT);
     let mut other = c.session("u", Some("sbtest"), 33, 0);

@@ -11,7 +11,7 @@ fn cache() -> &'static QueryCache {
     static C: OnceLock<QueryCache> = OnceLock::new();
     C.get_or_init(|| {
         let c = QueryCache::new(Config { size: 4 << 20, limit: 1 << 16, mode: Mode::On, ..Config::default() });
-        let id = vec![PkColumn { name: "id".into(), integer: true }];
+        let id = vec![PkColumn::int("id")];
         for t in ["t", "t1", "sbtest1"] {
             c.schema().set_table("db", t, TableInfo::base(id.clone()));
         }

@@ -12,10 +12,14 @@ pub fn cache_with(mode: Mode, size: usize) -> QueryCache {
 /// [`cache_with`], with a policy for reads inside transactions.
 pub fn cache_with_policy(mode: Mode, size: usize, in_transactions: InTransactions) -> QueryCache {
     let c = QueryCache::new(Config { size, limit: 1 << 20, mode, in_transactions });
-    let id = || vec![PkColumn { name: "id".into(), integer: true }];
+    let id = || vec![PkColumn::int("id")];
     c.schema().set_table("sbtest", "sbtest1", TableInfo::base(id()));
     c.schema().set_table("sbtest", "t3", TableInfo::base(id()));
-    c.schema().set_table("sbtest", "t2", TableInfo::base(vec![PkColumn { name: "name".into(), integer: false }]));
+    c.schema().set_table(
+        "sbtest",
+        "t2",
+        TableInfo::base(vec![PkColumn { name: "name".into(), integer: false, string: None }]),
+    );
     c.schema().set_table("sbtest", "v1", TableInfo::not_base());
     c.schema().set_table("other", "t1", TableInfo::base(id()));
     c.schema().set_table("mysql", "user", TableInfo::base(vec![]));
