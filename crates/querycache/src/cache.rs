@@ -367,9 +367,10 @@ impl QueryCache {
 
     fn invalidate_one(&self, inv: &Invalidation, source: Source) {
         let c = &self.counters;
-        if source == Source::Binlog && !matches!(inv, Invalidation::Keys { .. }) {
-            self.forget_schema(std::slice::from_ref(inv));
-        }
+        // The schema registry is not touched here: DDL arrives as its own binlog change and
+        // the proxy forgets what it names then. Forgetting a table on every table-level row
+        // change (a keyless table, a table not known yet) kept a table under a steady
+        // writer unknown, so most reads of it were never cached.
         if source == Source::Proxy {
             bump(&c.invalidations_proxy);
         }
