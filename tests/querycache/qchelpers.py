@@ -64,3 +64,13 @@ def wait_for(fn, timeout=10.0, interval=0.01):
         if time.monotonic() - t0 > timeout:
             return v, time.monotonic() - t0
         time.sleep(interval)
+
+
+def poll_read(read, done, timeout=5.0, interval=0.01):
+    """Call read() until done(value) holds or `timeout` seconds pass; returns the last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = read()
+        if done(v) or time.monotonic() > deadline:
+            return v
+        time.sleep(interval)

@@ -24,13 +24,12 @@ only under until-write (Django has no START TRANSACTION READ ONLY).
 import importlib
 import json
 import sys
-import time
 
 import pytest
 
 from conftest import start_proxy
 from harness.mysqlproxy import connect
-from qchelpers import q, until_hit
+from qchelpers import poll_read, q, until_hit
 
 django = pytest.importorskip("django", reason="Django missing: pip install -r tests/requirements.txt")
 pymysql = pytest.importorskip("pymysql", reason="PyMySQL missing: pip install -r tests/requirements.txt")
@@ -269,12 +268,7 @@ def step_direct_write(alias):
         q(side, "UPDATE django_app_author SET name = 'written directly', karma = karma + 1 WHERE id = 15")
     finally:
         side.close()
-    deadline = time.monotonic() + 5
-    while True:
-        new = Author.objects.get(pk=15).row()
-        if new[2] == "written directly" or time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
+    new = poll_read(lambda: Author.objects.get(pk=15).row(), lambda r: r[2] == "written directly")
     assert new == (old[0], old[1], "written directly", old[3] + 1), (old, new)
     return [old, new]
 

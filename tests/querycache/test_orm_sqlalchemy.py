@@ -16,13 +16,12 @@ Hits per step are read from the proxy's Qcache_hits: repeated session reads are 
 the cache only under until-write; read-only transactions under read-only and until-write;
 AUTOCOMMIT reads under every policy.
 """
-import time
 
 import pytest
 
 from conftest import start_proxy
 from harness.mysqlproxy import connect
-from qchelpers import q, until_hit
+from qchelpers import poll_read, q, until_hit
 
 sa = pytest.importorskip("sqlalchemy", reason="SQLAlchemy missing: pip install -r tests/requirements.txt")
 from sqlalchemy import ForeignKey, String, delete, event, func, insert, select, update  # noqa: E402
@@ -257,13 +256,11 @@ def step_direct_write(ctx):
     with Session(ctx.engine) as s:
         old = user_row(s.get(User, 12))
     q(ctx.side, "UPDATE users SET name = 'written directly', karma = karma + 1 WHERE id = 12")
-    deadline = time.monotonic() + 5
-    while True:
+    def read():
         with Session(ctx.engine) as s:
-            new = user_row(s.get(User, 12))
-        if new[2] == "written directly" or time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
+            return user_row(s.get(User, 12))
+
+    new = poll_read(read, lambda r: r[2] == "written directly")
     assert new == (old[0], old[1], "written directly", old[3] + 1), (old, new)
     return [old, new]
 
