@@ -74,3 +74,16 @@ def poll_read(read, done, timeout=5.0, interval=0.01):
         if done(v) or time.monotonic() > deadline:
             return v
         time.sleep(interval)
+
+
+def check_workload(policy, got, hits, direct, expect_hits, no_hits):
+    """An ORM workload's steps through the proxy (`got`, `hits` per step) against MariaDB
+    directly (`direct`): identical results, hits in the steps `expect_hits` names, none in
+    those `no_hits` names."""
+    print(f"{policy}: hits per step {hits}")
+    for name, want in direct.items():
+        assert got[name] == want, f"{name}: through the proxy ({policy}) differs from MariaDB"
+    for name in expect_hits:
+        assert hits[name] > 0, f"{name} was never served from the cache under {policy}: {hits}"
+    for name in no_hits:
+        assert hits[name] == 0, f"{name} was served from the cache under {policy}: {hits}"

@@ -29,7 +29,7 @@ import pytest
 
 from conftest import start_proxy
 from harness.mysqlproxy import connect
-from qchelpers import poll_read, q, until_hit
+from qchelpers import check_workload, poll_read, q, until_hit
 
 django = pytest.importorskip("django", reason="Django missing: pip install -r tests/requirements.txt")
 pymysql = pytest.importorskip("pymysql", reason="PyMySQL missing: pip install -r tests/requirements.txt")
@@ -342,10 +342,4 @@ def test_django_workload_identical_to_direct(proxies, direct, policy):
     """The workload through the proxy with `policy`: results as on MariaDB, hits where the policy allows them."""
     px = proxies[policy]
     got, hits = run_workload(alias_of(policy), px)
-    print(f"{policy}: hits per step {hits}")
-    for name, want in direct.items():
-        assert got[name] == want, f"{name}: through the proxy ({policy}) differs from MariaDB"
-    for name in EXPECT_HITS[policy]:
-        assert hits[name] > 0, f"{name} was never served from the cache under {policy}: {hits}"
-    for name in NO_HITS[policy]:
-        assert hits[name] == 0, f"{name} was served from the cache under {policy}: {hits}"
+    check_workload(policy, got, hits, direct, EXPECT_HITS[policy], NO_HITS[policy])

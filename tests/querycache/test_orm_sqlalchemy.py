@@ -21,7 +21,7 @@ import pytest
 
 from conftest import start_proxy
 from harness.mysqlproxy import connect
-from qchelpers import poll_read, q, until_hit
+from qchelpers import check_workload, poll_read, q, until_hit
 
 sa = pytest.importorskip("sqlalchemy", reason="SQLAlchemy missing: pip install -r tests/requirements.txt")
 from sqlalchemy import ForeignKey, String, delete, event, func, insert, select, update  # noqa: E402
@@ -365,10 +365,4 @@ def test_sqlalchemy_workload_identical_to_direct(mariadb, direct, policy, tmp_pa
             got, hits = run_workload(ctx, px, db)
         finally:
             ctx.close()
-        print(f"{policy}: hits per step {hits}")
-        for name, want in direct.items():
-            assert got[name] == want, f"{name}: through the proxy ({policy}) differs from MariaDB"
-        for name in EXPECT_HITS[policy]:
-            assert hits[name] > 0, f"{name} was never served from the cache under {policy}: {hits}"
-        for name in NO_HITS[policy]:
-            assert hits[name] == 0, f"{name} was served from the cache under {policy}: {hits}"
+        check_workload(policy, got, hits, direct, EXPECT_HITS[policy], NO_HITS[policy])
