@@ -15,6 +15,33 @@ pub struct EngineConfig {
     pub shards: usize,
 }
 
+impl EngineConfig {
+    /// The `-I` limit as items are measured under these settings.
+    pub fn item_limit(&self) -> ItemLimit {
+        ItemLimit { max: self.item_size_max, use_cas: self.use_cas }
+    }
+}
+
+/// memcached's item size limit (`-I`), measured as memcached measures an item (header,
+/// key, value, CAS and flags), shared by every tier that stores memcached items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemLimit {
+    /// Largest item accepted, header included.
+    pub max: usize,
+    /// Whether items carry a CAS (8 bytes more each).
+    pub use_cas: bool,
+}
+
+impl ItemLimit {
+    /// No limit (a library user that has no `-I`).
+    pub const NONE: ItemLimit = ItemLimit { max: usize::MAX, use_cas: true };
+
+    /// Would an item with this key length, value length and client flags exceed the limit?
+    pub fn too_large(&self, key_len: usize, value_len: usize, flags: u32) -> bool {
+        crate::item::memcached_item_size(key_len, value_len, flags, self.use_cas) > self.max
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {

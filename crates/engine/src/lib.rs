@@ -29,7 +29,7 @@ pub mod store;
 pub mod tier;
 
 pub use clock::Clock;
-pub use config::EngineConfig;
+pub use config::{EngineConfig, ItemLimit};
 pub use item::Item;
 pub use store::{Access, Engine};
 pub use tier::Receipt;

@@ -89,19 +89,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
             };
             start += used;
-            if flow == Flow::Job {
-                // A container command: earlier writes are acknowledged first (their
-                // replies come before its reply, which may take a while), then it runs.
-                let job = ctx.job.borrow_mut().take();
+            if let Flow::Pending(job) = flow {
+                // A reply from a slow tier: earlier writes are acknowledged first (their
+                // replies come before it, and it may take a while), then it is awaited.
                 let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
                 settle(&shared, &ctx, failed, &mut out);
-                if let Some(job) = job {
-                    let reply = job.await;
-                    out.extend_from_slice(&reply);
-                }
+                let reply = job.await;
+                out.extend_from_slice(&reply);
                 continue;
             }
-            if flow != Flow::Continue || budget > 0 {
+            if !flow.is_continue() || budget > 0 {
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
@@ -118,7 +115,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
         }
-        if flow == Flow::Close {
+        if matches!(flow, Flow::Close) {
             break;
         }
         if rbuf.is_empty() && rbuf.capacity() > IDLE_BUF {

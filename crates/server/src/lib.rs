@@ -5,9 +5,9 @@
 //! waits. In-process tests start servers the same way (`tests/`, see TESTING.md).
 //!
 //! Data flows one way: socket ([`listen`], [`workers`], [`conn`]) → protocol front end
-//! ([`text`], [`meta`], [`binary`]; SQL containers routed by [`sqlfront`]) → engine
-//! operations (`engine::ops`) → the sharded in-memory store (and, below it, a storage
-//! tier).
+//! ([`text`], [`meta`], [`binary`]) → [`route`] (memory or a SQL container) → engine
+//! operations (`engine::ops`, the sharded in-memory store and its storage tier) or a
+//! container ([`pending`] replies) → one composer per protocol ([`compose`]).
 
 /// The memcached version sqlcached answers `version` and `stats` with: the one whose
 /// behaviour it reproduces.
@@ -29,12 +29,13 @@ mod listen;
 pub mod logging;
 mod meta;
 mod modes;
+mod pending;
 mod persistence;
+mod route;
 mod sasl;
 pub mod server;
 mod shared;
 mod slab;
-mod sqlfront;
 mod stats;
 mod text;
 mod timing;

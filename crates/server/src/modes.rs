@@ -1,6 +1,5 @@
-//! Which engine store mode each protocol's storage command means. One mapping, shared by
-//! the memory path (`text/storage.rs`, `meta/set.rs`, `binary.rs`) and the container path
-//! (`sqlfront.rs`), so the two cannot drift apart.
+//! Which engine store mode each protocol's storage command means. One mapping, used by
+//! `text/storage.rs`, `meta/set.rs` and `binary/exec.rs` for memory and container keys alike.
 
 use engine::ops::StoreMode;
 use protocol_memcache::binary::Opcode;

@@ -53,8 +53,8 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
                     text::process(rest, &mut tst, &ctx, &mut out, &mut budget)
                 };
                 start += used;
-                match (flow, ctx.job.borrow_mut().take()) {
-                    (crate::ctx::Flow::Job, Some(job)) => out.extend_from_slice(&rt.block_on(job)),
+                match flow {
+                    crate::ctx::Flow::Pending(job) => out.extend_from_slice(&rt.block_on(job)),
                     _ => break,
                 }
             }

@@ -156,6 +156,9 @@ pub struct OptionsConfig {
     /// Where keys without `@@name` go on a connection that has not bound a container
     /// (server option; the library only carries it). Default `memory`.
     pub plain_keys: Option<PlainKeys>,
+    /// memcached's `-I`, set by the server (never read from a file). Default: no limit.
+    #[serde(skip)]
+    pub item_limit: Option<engine::ItemLimit>,
 }
 
 /// `options.plain_keys`: where a connection's plain keys go before any `bind`.
@@ -315,6 +318,8 @@ pub struct Options {
     pub cache_ttl: u64,
     /// Where plain keys of an unbound connection go.
     pub plain_keys: PlainKeys,
+    /// memcached's `-I` as the server measures items (not in the file: the server sets it).
+    pub item_limit: engine::ItemLimit,
 }
 
 impl Default for Options {
@@ -327,6 +332,7 @@ impl Default for Options {
             bk_commit_interval: Duration::from_secs(5),
             cache_ttl: 60,
             plain_keys: PlainKeys::Memory,
+            item_limit: engine::ItemLimit::NONE,
         }
     }
 }
@@ -570,6 +576,7 @@ pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> O
         bk_commit_interval: file.bk_commit_interval.map(Duration::from_secs).unwrap_or(d.bk_commit_interval),
         cache_ttl: file.cache_ttl.unwrap_or(d.cache_ttl),
         plain_keys: file.plain_keys.unwrap_or(d.plain_keys),
+        item_limit: file.item_limit.unwrap_or(d.item_limit),
     }
 }
 

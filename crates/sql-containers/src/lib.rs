@@ -168,7 +168,7 @@ impl Containers {
                     .map_err(|e| format!("container '{}' ({}): {e}", d.name, d.origin))?;
                 described.insert(k.clone(), info);
             }
-            let m = validate::validate(
+            let mut m = validate::validate(
                 d,
                 &schema,
                 described[&k].as_ref(),
@@ -176,6 +176,7 @@ impl Containers {
                 &options.separator,
                 options.cache_ttl,
             )?;
+            m.item_limit = options.item_limit;
             by_name.insert(d.name.clone(), list.len());
             list.push(Container { m: Arc::new(m), backend: backend.clone() });
         }
@@ -342,8 +343,14 @@ impl Container {
         }
     }
 
-    /// `cas` != 0: delete only if it matches (meta `md ... C`).
+    /// `cas` != 0: delete only if it matches (the binary protocol's header CAS).
     pub async fn delete(&self, key: &[u8], cas: u64) -> Result<DeleteOutcome, BackendError> {
+        self.delete_if(key, (cas != 0).then_some(cas)).await
+    }
+
+    /// `Some(cas)`: delete only if the row's CAS is this, 0 included (meta `md ... C0`
+    /// compares, as memcached does).
+    pub async fn delete_if(&self, key: &[u8], cas: Option<u64>) -> Result<DeleteOutcome, BackendError> {
         if !self.key_fits(key) {
             return Ok(DeleteOutcome::NotFound);
         }
@@ -362,16 +369,33 @@ impl Container {
         delta: u64,
         initial: Option<(u64, i64)>,
     ) -> Result<ArithOutcome, BackendError> {
+        self.arith_with(key, incr, delta, initial, 0, None).await
+    }
+
+    /// [`Container::arith`] with memcached's other arithmetic options: `cas` != 0 compares
+    /// with the row's CAS first (`Exists` on a mismatch), `touch` sets a new client exptime
+    /// on success (meta `T`).
+    pub async fn arith_with(
+        &self,
+        key: &[u8],
+        incr: bool,
+        delta: u64,
+        initial: Option<(u64, i64)>,
+        cas: u64,
+        touch: Option<i64>,
+    ) -> Result<ArithOutcome, BackendError> {
         self.check_key(key)?;
         let now = unix_now();
         let init = initial.map(|(v, e)| (v, absolute_exptime(e, now)));
-        match self.run(Op::Arith { key: key.to_vec(), incr, delta, init }).await? {
+        let touch = touch.map(|e| absolute_exptime(e, now));
+        match self.run(Op::Arith { key: key.to_vec(), incr, delta, init, cas, touch }).await? {
             OpResult::Arith(o) => Ok(o),
             r => Err(unexpected(r)),
         }
     }
 
-    /// Sets the expiry of a live row; returns it (with the new exptime) or None.
+    /// Sets the expiry of a live row; returns it as found (with its old exptime, as
+    /// memcached's gat shows the item before the touch) or None.
     pub async fn touch(&self, key: &[u8], exptime: i64) -> Result<Option<Row>, BackendError> {
         if !self.key_fits(key) {
             return Ok(None);

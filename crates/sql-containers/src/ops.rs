@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use engine::ops::{add_delta, padded};
+
 use crate::error::BackendError;
 use crate::validate::{ColKind, Mapping};
 
@@ -111,13 +113,18 @@ pub(crate) enum Op {
     },
     Delete {
         key: Vec<u8>,
-        cas: u64,
+        /// Delete only if the row's CAS is this (meta `C`, binary header CAS).
+        cas: Option<u64>,
     },
     Arith {
         key: Vec<u8>,
         incr: bool,
         delta: u64,
         init: Option<(u64, i64)>,
+        /// Compare with the row's CAS first (0: none).
+        cas: u64,
+        /// On success, the new absolute expiry (meta `T`; 0: never).
+        touch: Option<i64>,
     },
     Touch {
         key: Vec<u8>,
@@ -241,16 +248,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     (0..=hay.len() - needle.len()).find(|&i| &hay[i..i + needle.len()] == needle)
 }
 
-/// memcached's incr/decr operand: decimal digits (surrounding ASCII blanks allowed),
-/// fitting in 64 bits.
-pub(crate) fn parse_u64(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?.trim_matches(|c: char| c.is_ascii_whitespace());
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
 /// Decides a write operation. `existing` is the row as read (locked) for this key.
 pub(crate) fn plan(
     m: &Mapping,
@@ -269,7 +266,7 @@ pub(crate) fn plan(
     let put = |row: NewRow| if existing.is_some() { Write::Update(row) } else { Write::Insert(row) };
     let gone = |outcome: OpResult| (if expired { Write::DeleteExpired } else { Write::None }, outcome);
     match op {
-        Op::Store { mode, value, flags, exp, cas, .. } => {
+        Op::Store { mode, key, value, flags, exp, cas } => {
             let exp = m.expire.as_ref().map(|_| *exp);
             let flags = if m.flags.is_some() { *flags } else { 0 };
             // Compare-and-set: cas mode always compares; the others when given a cas
@@ -313,6 +310,11 @@ pub(crate) fn plan(
                 StoreMode::Append | StoreMode::Prepend => match live {
                     None => Ok(gone(OpResult::Store(StoreOutcome::NotStored))),
                     Some(e) => {
+                        // memcached refuses to grow an item past -I (NOT_STORED).
+                        let old_len = e.joined(&m.separator).len();
+                        if m.item_limit.too_large(key.len(), old_len + value.len(), e.flags) {
+                            return Ok((Write::None, OpResult::Store(StoreOutcome::NotStored)));
+                        }
                         // memcached keeps the item's flags and exptime.
                         let parts = if m.values.len() == 1 {
                             let old = e.parts[0].as_deref().unwrap_or_default();
@@ -340,10 +342,10 @@ pub(crate) fn plan(
         }
         Op::Delete { cas, .. } => match live {
             None => Ok(gone(OpResult::Delete(DeleteOutcome::NotFound))),
-            Some(e) if *cas != 0 && !cas_ok(e, *cas) => Ok((Write::None, OpResult::Delete(DeleteOutcome::Exists))),
+            Some(e) if cas.is_some_and(|c| !cas_ok(e, c)) => Ok((Write::None, OpResult::Delete(DeleteOutcome::Exists))),
             Some(_) => Ok((Write::Delete, OpResult::Delete(DeleteOutcome::Deleted))),
         },
-        Op::Arith { incr, delta, init, .. } => match live {
+        Op::Arith { incr, delta, init, cas, touch, .. } => match live {
             None => match init {
                 None => Ok(gone(OpResult::Arith(ArithOutcome::NotFound))),
                 Some((initial, exp)) => {
@@ -358,26 +360,40 @@ pub(crate) fn plan(
                 }
             },
             Some(e) => {
-                let Some(cur) = parse_u64(&e.joined(&m.separator)) else {
-                    return Ok((Write::None, OpResult::Arith(ArithOutcome::NonNumeric)));
+                // memcached's order: an empty value, then the CAS, then the number.
+                let old = e.joined(&m.separator);
+                let non_numeric = (Write::None, OpResult::Arith(ArithOutcome::NonNumeric));
+                if old.is_empty() {
+                    return Ok(non_numeric);
+                }
+                if *cas != 0 && !cas_ok(e, *cas) {
+                    return Ok((Write::None, OpResult::Arith(ArithOutcome::Exists)));
+                }
+                let Some(v) = add_delta(&old, *incr, *delta) else {
+                    return Ok(non_numeric);
                 };
-                let v = if *incr { cur.wrapping_add(*delta) } else { cur.saturating_sub(*delta) };
+                // memcached pads a shorter number with spaces (it rewrites in place); an
+                // integer column or several value columns cannot hold that: digits only.
+                let text = match &m.values[..] {
+                    [c] if c.kind != ColKind::Int => padded(v, old.len()),
+                    _ => v.to_string().into_bytes(),
+                };
                 let c = new_cas(Some(e));
-                let row =
-                    NewRow { parts: split_value(m, v.to_string().as_bytes())?, flags: e.flags, cas: c, exp: e.exp };
+                let exp = match (touch, &m.expire) {
+                    (Some(t), Some(_)) => Some(*t),
+                    _ => e.exp,
+                };
+                let row = NewRow { parts: split_value(m, &text)?, flags: e.flags, cas: c, exp };
                 Ok((Write::Update(row), OpResult::Arith(ArithOutcome::Done { value: v, cas: c, created: false })))
             }
         },
         Op::Touch { exp, .. } => match live {
             None => Ok(gone(OpResult::Touch(None))),
             Some(e) => {
-                let mut row = e.to_row(&m.separator);
-                if m.expire.is_some() {
-                    row.exptime = *exp;
-                    Ok((Write::Touch(*exp), OpResult::Touch(Some(row))))
-                } else {
-                    Ok((Write::None, OpResult::Touch(Some(row))))
-                }
+                // The row as found, like memcached's gat (the new expiry applies after).
+                let row = e.to_row(&m.separator);
+                let write = if m.expire.is_some() { Write::Touch(*exp) } else { Write::None };
+                Ok((write, OpResult::Touch(Some(row))))
             }
         },
         Op::DeleteExpired { .. } => Ok(gone(OpResult::Done)),
@@ -503,14 +519,35 @@ mod tests {
     }
 
     #[test]
-    fn numbers() {
-        assert_eq!(parse_u64(b"12"), Some(12));
-        assert_eq!(parse_u64(b" 12  "), Some(12));
-        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_u64(b"18446744073709551616"), None);
-        assert_eq!(parse_u64(b"-1"), None);
-        assert_eq!(parse_u64(b"1a"), None);
-        assert_eq!(parse_u64(b""), None);
+    fn arith_follows_memcached_strtoull_padding_and_cas() {
+        let m = mapping(&["a"], true);
+        let clock = CasClock::new();
+        let op = |incr, delta, cas| Op::Arith { key: b"k".to_vec(), incr, delta, init: None, cas, touch: None };
+        // strtoull: a sign, then digits, then a blank and anything.
+        for (v, want) in [("+12", 13), ("12 ab", 13), ("-0", 1)] {
+            let (_, r) = plan(&m, &op(true, 1, 0), Some(&ex(&[Some(v)], 5, None)), 100, &clock).unwrap();
+            assert!(matches!(r, OpResult::Arith(ArithOutcome::Done { value, .. }) if value == want), "{v}");
+        }
+        // A shorter result is padded to the old length, as memcached's in-place rewrite.
+        let (w, _) = plan(&m, &op(false, 1, 0), Some(&ex(&[Some("10")], 5, None)), 100, &clock).unwrap();
+        let Write::Update(row) = w else { panic!() };
+        assert_eq!(row.parts, vec![Some(b"9 ".to_vec())]);
+        // The CAS is compared before the value is parsed.
+        let (_, r) = plan(&m, &op(true, 1, 6), Some(&ex(&[Some("abc")], 5, None)), 100, &clock).unwrap();
+        assert_eq!(r, OpResult::Arith(ArithOutcome::Exists));
+        let (_, r) = plan(&m, &op(true, 1, 5), Some(&ex(&[Some("1")], 5, None)), 100, &clock).unwrap();
+        assert!(matches!(r, OpResult::Arith(ArithOutcome::Done { value: 2, .. })));
+    }
+
+    #[test]
+    fn delete_with_cas_zero_compares() {
+        let m = mapping(&["a"], true);
+        let e = ex(&[Some("v")], 5, None);
+        let del = |cas| Op::Delete { key: b"k".to_vec(), cas };
+        let (_, r) = plan(&m, &del(Some(0)), Some(&e), 100, &CasClock::new()).unwrap();
+        assert_eq!(r, OpResult::Delete(DeleteOutcome::Exists));
+        let (w, _) = plan(&m, &del(None), Some(&e), 100, &CasClock::new()).unwrap();
+        assert_eq!(w, Write::Delete);
     }
 
     #[test]
@@ -549,7 +586,7 @@ mod tests {
         assert_eq!((w, r), (Write::DeleteExpired, OpResult::Store(StoreOutcome::NotStored)));
         let (_, r) = plan(&m, &store(StoreMode::Cas, "n", 5), Some(&e), 100, &clock).unwrap();
         assert_eq!(r, OpResult::Store(StoreOutcome::NotFound));
-        let (w, r) = plan(&m, &Op::Delete { key: b"k".to_vec(), cas: 0 }, Some(&e), 100, &clock).unwrap();
+        let (w, r) = plan(&m, &Op::Delete { key: b"k".to_vec(), cas: None }, Some(&e), 100, &clock).unwrap();
         assert_eq!((w, r), (Write::DeleteExpired, OpResult::Delete(DeleteOutcome::NotFound)));
         // exp 0 and NULL: never.
         assert!(ex(&[], 0, Some(0)).live(i64::MAX) && ex(&[], 0, None).live(i64::MAX));
@@ -575,7 +612,7 @@ mod tests {
     fn arith_rules() {
         let m = mapping(&["a"], true);
         let clock = CasClock::new();
-        let arith = |incr, delta| Op::Arith { key: b"k".to_vec(), incr, delta, init: None };
+        let arith = |incr, delta| Op::Arith { key: b"k".to_vec(), incr, delta, init: None, cas: 0, touch: None };
         let e = ex(&[Some("18446744073709551615")], 5, None);
         let (_, r) = plan(&m, &arith(true, 2), Some(&e), 100, &clock).unwrap();
         assert!(matches!(r, OpResult::Arith(ArithOutcome::Done { value: 1, .. })));
@@ -589,7 +626,7 @@ mod tests {
         assert_eq!((w, r), (Write::None, OpResult::Arith(ArithOutcome::NonNumeric)));
         let (_, r) = plan(&m, &arith(true, 1), None, 100, &clock).unwrap();
         assert_eq!(r, OpResult::Arith(ArithOutcome::NotFound));
-        let init = Op::Arith { key: b"k".to_vec(), incr: true, delta: 1, init: Some((10, 0)) };
+        let init = Op::Arith { key: b"k".to_vec(), incr: true, delta: 1, init: Some((10, 0)), cas: 0, touch: None };
         let (w, r) = plan(&m, &init, None, 100, &clock).unwrap();
         assert!(matches!(w, Write::Insert(_)) && matches!(r, OpResult::Arith(ArithOutcome::Done { value: 10, .. })));
     }

@@ -7,7 +7,7 @@ use crate::{ArithOutcome, BackendError, Container, DeleteOutcome, Row, StoreMode
 /// A container operation (exptimes are memcached's wire values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    /// get/gets (`touch` None) or gat/gats (`touch`: the new exptime).
+    /// get/gets (`touch` None) or gat/gats (`touch`: the new exptime; rows as found).
     Get {
         /// The keys, in request order.
         keys: Vec<Vec<u8>>,
@@ -29,12 +29,12 @@ pub enum Request {
         /// CAS to compare (0: none, except in `Cas` mode).
         cas: u64,
     },
-    /// delete (`cas` != 0: only if it matches).
+    /// delete (`cas`: only if it matches, 0 included).
     Delete {
         /// The key.
         key: Vec<u8>,
-        /// CAS to compare (0: none).
-        cas: u64,
+        /// CAS to compare.
+        cas: Option<u64>,
     },
     /// incr/decr.
     Arith {
@@ -46,6 +46,10 @@ pub enum Request {
         delta: u64,
         /// Create a missing key with this value and exptime (binary, meta `N`).
         init: Option<(u64, i64)>,
+        /// CAS to compare first (0: none).
+        cas: u64,
+        /// On success, this new client exptime (meta `T`).
+        touch: Option<i64>,
     },
     /// touch.
     Touch {
@@ -69,7 +73,7 @@ pub enum Reply {
     Delete(DeleteOutcome),
     /// What incr/decr did.
     Arith(ArithOutcome),
-    /// The touched row, if any.
+    /// The touched row as found (old exptime), if any.
     Touch(Option<Row>),
     /// Flush done.
     Done,
@@ -107,8 +111,10 @@ impl Container {
             Request::Store { mode, key, value, flags, exptime, cas } => {
                 Reply::Store(self.store(mode, &key, &value, flags, exptime, cas).await?)
             }
-            Request::Delete { key, cas } => Reply::Delete(self.delete(&key, cas).await?),
-            Request::Arith { key, incr, delta, init } => Reply::Arith(self.arith(&key, incr, delta, init).await?),
+            Request::Delete { key, cas } => Reply::Delete(self.delete_if(&key, cas).await?),
+            Request::Arith { key, incr, delta, init, cas, touch } => {
+                Reply::Arith(self.arith_with(&key, incr, delta, init, cas, touch).await?)
+            }
             Request::Touch { key, exptime } => Reply::Touch(self.touch(&key, exptime).await?),
             Request::Flush => {
                 self.flush().await?;

@@ -113,6 +113,8 @@ pub struct Mapping {
     pub sql: Statements,
     /// Distinguishes tables when keys are spread over writer connections.
     pub table_hash: u64,
+    /// memcached's `-I`: append/prepend may not grow a value past it (the server's).
+    pub item_limit: engine::ItemLimit,
 }
 
 /// Validates one container definition against its table's description (None: the table
@@ -209,5 +211,6 @@ pub fn validate(
         separator: separator.as_bytes().to_vec(),
         sql,
         table_hash: h,
+        item_limit: engine::ItemLimit::NONE,
     })
 }

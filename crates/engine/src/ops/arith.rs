@@ -115,12 +115,9 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>, receipt: &Receipt) -> Arit
         return ArithOutcome::Exists;
     }
     let it = a.lookup().expect("present");
-    // Like memcached, the value is parsed as a C string followed by "\r\n".
-    let current = if len == 0 { None } else { parse_u64_value(it.value()) };
-    let Some(current) = current else {
+    let Some(value) = add_delta(it.value(), req.incr, req.delta) else {
         return ArithOutcome::NonNumeric;
     };
-    let value = if req.incr { current.wrapping_add(req.delta) } else { current.saturating_sub(req.delta) };
     if req.incr {
         a.stats().incr_hits += 1;
     } else {
@@ -147,6 +144,25 @@ pub fn arith(engine: &Engine, req: &ArithRequest<'_>, receipt: &Receipt) -> Arit
         }
     }
     ArithOutcome::Done { value, cas: if use_cas { new_cas } else { 0 }, created: false }
+}
+
+/// memcached's `do_add_delta` on a stored value: the new number (incr wraps at 2^64,
+/// decr stops at 0), or `None` if the value is not a number to memcached (empty, or not
+/// what its `strtoull` accepts).
+pub fn add_delta(value: &[u8], incr: bool, delta: u64) -> Option<u64> {
+    let current = parse_u64_value(value)?;
+    Some(if incr { current.wrapping_add(delta) } else { current.saturating_sub(delta) })
+}
+
+/// The bytes memcached stores for an incr/decr result over a value of `old_len` bytes: the
+/// digits, padded with spaces to the old length when the number got shorter (memcached
+/// rewrites the value in place), else just the digits.
+pub fn padded(value: u64, old_len: usize) -> Vec<u8> {
+    let mut v = value.to_string().into_bytes();
+    if v.len() < old_len {
+        v.resize(old_len, b' ');
+    }
+    v
 }
 
 /// Parse a stored value as memcached does: as a C string (up to a NUL) that memcached

@@ -9,7 +9,7 @@ pub mod get;
 pub mod store;
 pub mod touch;
 
-pub use arith::{arith, parse_u64, ArithOutcome, ArithRequest};
+pub use arith::{add_delta, arith, padded, parse_u64, ArithOutcome, ArithRequest};
 pub use delete::{delete, DeleteOutcome};
 pub use get::{get, GetOptions};
 pub use store::{item_too_large, store, StoreMode, StoreOutcome, StoreRequest};

@@ -1,6 +1,6 @@
 //! Storage: set, add, replace, append, prepend and cas, as memcached's `do_store_item`.
 
-use crate::item::{memcached_item_size, Item, KEY_BINARY, STALE, WON};
+use crate::item::{Item, KEY_BINARY, STALE, WON};
 use crate::store::Engine;
 use crate::tier::Receipt;
 
@@ -61,8 +61,7 @@ pub enum StoreOutcome {
 
 /// Whether an item would exceed the `-I` limit, measured as memcached measures it.
 pub fn item_too_large(engine: &Engine, key_len: usize, value_len: usize, flags: u32) -> bool {
-    let cfg = engine.config();
-    memcached_item_size(key_len, value_len, flags, cfg.use_cas) > cfg.item_size_max
+    engine.config().item_limit().too_large(key_len, value_len, flags)
 }
 
 /// Carry out a storage command.

@@ -3,4 +3,6 @@
 //! once"). The front ends and the container routing both call these; nothing here looks at
 //! where a key lives.
 
+pub mod binary;
+pub mod meta;
 pub mod text;

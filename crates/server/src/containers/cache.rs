@@ -42,9 +42,17 @@ pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
             };
             Reply::Store(eops::store(e, &req, engine::Receipt::none()))
         }
-        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas, engine::Receipt::none())),
-        Request::Arith { key, incr, delta, init } => {
-            let req = eops::ArithRequest { key: &key, incr, delta, cas: 0, create: init, touch: None };
+        Request::Delete { key, cas: Some(0) } => {
+            // `md k C0` compares like any CAS: an item's CAS is never 0 while CAS is on.
+            let found = e.access(&key, engine::Receipt::none()).lookup().map(|it| it.cas).ok();
+            match found {
+                Some(c) if c != 0 => Reply::Delete(eops::DeleteOutcome::Exists),
+                _ => Reply::Delete(eops::delete(e, &key, 0, engine::Receipt::none())),
+            }
+        }
+        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas.unwrap_or(0), engine::Receipt::none())),
+        Request::Arith { key, incr, delta, init, cas, touch } => {
+            let req = eops::ArithRequest { key: &key, incr, delta, cas, create: init, touch };
             Reply::Arith(eops::arith(e, &req, engine::Receipt::none()))
         }
         Request::Touch { key, exptime } => {

@@ -2,10 +2,10 @@
 //! `@@name.key` routing, `bind`, and the cache policies, on top of the protocol front
 //! ends. See `docs/containers.md`.
 //!
-//! A command that reaches a container becomes a [`crate::ctx::Job`]: an owned future that
-//! produces the command's reply bytes. The front end stores it in the connection's [`crate::ctx::Ctx`]
-//! and stops (`Flow::Job`); `conn.rs` awaits it, appends the reply and goes on with the
-//! buffer, so replies stay in request order and worker threads never block on SQL.
+//! Which keys go here is decided by `crate::route`; an operation on a container returns a
+//! `crate::pending::Later` outcome, which the front end turns into a pending reply
+//! (`Flow::Pending`); `conn.rs` awaits it in request order, so worker threads never block
+//! on SQL.
 
 use std::sync::Arc;
 
@@ -15,6 +15,8 @@ use sql_containers::{
 };
 
 use std::cell::Cell;
+
+pub use crate::pending::Fail;
 
 pub mod binlog;
 mod cache;
@@ -51,31 +53,6 @@ pub enum Target<'k> {
     Unknown(&'k [u8]),
 }
 
-/// Why a container operation produced no outcome: the reply line (without `\r\n`).
-pub enum Fail {
-    Client(String),
-    Server(String),
-}
-
-impl Fail {
-    pub fn line(&self) -> Vec<u8> {
-        let (p, s) = match self {
-            Fail::Client(s) => ("CLIENT_ERROR ", s),
-            Fail::Server(s) => ("SERVER_ERROR ", s),
-        };
-        let mut v = p.as_bytes().to_vec();
-        v.extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
-        v.extend_from_slice(b"\r\n");
-        v
-    }
-
-    pub fn text(&self) -> &str {
-        match self {
-            Fail::Client(s) | Fail::Server(s) => s,
-        }
-    }
-}
-
 impl From<BackendError> for Fail {
     fn from(e: BackendError) -> Fail {
         match e {
@@ -85,11 +62,13 @@ impl From<BackendError> for Fail {
     }
 }
 
-/// What the containers' memory copies are sized and timed by: the main engine's figures.
+/// What the containers' memory copies are sized and timed by: the main engine's figures
+/// (memory, -I, -C and clock).
 #[derive(Clone)]
 pub struct Budget {
     memory_limit: usize,
     item_size_max: usize,
+    use_cas: bool,
     clock: Clock,
 }
 
@@ -99,6 +78,7 @@ impl Budget {
         Budget {
             memory_limit: main.memory_limit(),
             item_size_max: main.config().item_size_max,
+            use_cas: main.config().use_cas,
             clock: main.clock().clone(),
         }
     }
@@ -122,7 +102,9 @@ pub fn start(path: &str, budget: &Budget, timing: bool, feeds: &Arc<Feeds>) -> R
 /// Operations are timed for the latency histograms when `timing` (`--metrics-listen`);
 /// `caching` containers on MariaDB/MySQL follow the backend's binlog on `feeds`.
 pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<Sql, LoadError> {
-    let cfg = SqlConfig::from_file(path.as_ref())?;
+    let mut cfg = SqlConfig::from_file(path.as_ref())?;
+    // Containers measure items against -I exactly as the engine does.
+    cfg.options.item_limit = Some(engine::ItemLimit { max: budget.item_size_max, use_cas: budget.use_cas });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -152,7 +134,7 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
                             memory_limit: per,
                             item_size_max: budget.item_size_max,
                             evict: true,
-                            use_cas: true,
+                            use_cas: budget.use_cas,
                             shards: 16,
                         },
                         budget.clock.clone(),
@@ -265,6 +247,14 @@ impl Sql {
             "Time of a container operation (backend and memory copy), by container and kind",
             &latency,
         );
+    }
+
+    /// Drop `key`'s value from container `i` if that container keeps values only in
+    /// memory (`cache_only` writes): a refused `set` must not leave the old value.
+    pub fn forget_cache_only(&self, i: usize, key: &[u8]) {
+        if let (CachePolicy::CacheOnly, Some(e)) = (self.list[i].policy().set, &self.caches[i]) {
+            e.access(key, engine::Receipt::none()).remove();
+        }
     }
 
     /// Zero the containers' counters (`stats reset`; the backend's own stay).

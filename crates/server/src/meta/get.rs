@@ -1,14 +1,68 @@
 //! `mg <key> <flags>*`: the generic retrieval, with stampede protection
 //! (`N` vivify, `R` recache, `W`/`Z`/`X` reply flags).
 
+use engine::clock::{absolute_unix_exptime, ttl_left_unix};
 use engine::item::{Item, FETCHED, KEY_BINARY, STALE, WON};
 use protocol_memcache::meta::{self, MetaRequest};
 
-use super::{echo_opaque_and_key, ttl_left};
-use crate::ctx::Ctx;
+use super::{echo, owned, ttl_left};
+use crate::compose::meta::{self as reply, Hit};
+use crate::ctx::{Ctx, Flow};
+use crate::pending;
+use crate::route::{self, Routed};
 
 /// Run `mg`.
-pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+    let place = match route::key(ctx, &m.key) {
+        Routed::Memory => {
+            memory(m, ctx, out);
+            return Flow::Continue;
+        }
+        Routed::Container(place) => place,
+        // `mg @@name`: binds, like `get @@name`; answers a miss.
+        Routed::Bind(_) => {
+            if !m.flags.quiet {
+                out.extend_from_slice(b"EN\r\n");
+            }
+            return Flow::Continue;
+        }
+        other => {
+            super::refused(out, other);
+            return Flow::Continue;
+        }
+    };
+    let f = &m.flags;
+    let (e, with_value, touch) = (owned(m), f.value, f.ttl.map(i64::from));
+    let now = ctx.shared.engine.clock().unix_now();
+    // The row comes back as found; `T` applies after, in flag order.
+    let later = place.get(touch);
+    Flow::Pending(pending::job(later, move |r, v| match r {
+        Ok(row) => {
+            let mut ttls = Vec::new();
+            if let Some(row) = &row {
+                let mut exptime = row.exptime;
+                for tok in &e.tokens {
+                    match tok.first() {
+                        Some(b't') => ttls.push(ttl_left_unix(exptime, now)),
+                        Some(b'T') => exptime = absolute_unix_exptime(touch.unwrap_or(0), now),
+                        _ => {}
+                    }
+                }
+            }
+            let hit = row.as_ref().map(|row| Hit {
+                value: &row.value,
+                flags: row.flags,
+                cas: row.cas,
+                ttl: ttl_left_unix(row.exptime, now),
+            });
+            reply::get(v, &e.echo(), with_value, hit, &mut ttls.into_iter())
+        }
+        Err(f) => v.extend(f.line()),
+    }))
+}
+
+/// `mg` on a memory key, with the stampede flags.
+fn memory(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     let engine = &ctx.shared.engine;
     let clock = engine.clock();
     let f = &m.flags;
@@ -35,20 +89,13 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         } else {
             st.get_misses += 1;
         }
-        if !f.quiet {
-            out.extend_from_slice(b"EN");
-            echo_opaque_and_key(m, f.base64, out);
-            out.extend_from_slice(b"\r\n");
-        }
+        echo(m).code(out, b"EN", true);
         return;
     };
-    if f.value {
-        out.extend_from_slice(b"VA ");
-        out.extend_from_slice(itoa::Buffer::new().format(it.value().len()).as_bytes());
-    } else {
-        out.extend_from_slice(b"HD");
-    }
+    reply::head(out, f.value, it.value().len());
+    let e = echo(m);
     let mut won = false;
+    let (cas, ttl) = (if use_cas { it.cas } else { 0 }, ttl_left(it.exptime, now));
     for tok in m.flag_tokens() {
         match tok[0] {
             b'T' => it.exptime = clock.realtime(f.ttl.unwrap_or(0) as i64),
@@ -62,18 +109,14 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
                     won = true;
                 }
             }
-            b's' => meta::push_num(out, b's', it.value().len()),
             b't' => meta::push_num(out, b't', ttl_left(it.exptime, now)),
-            b'c' => meta::push_num(out, b'c', if use_cas { it.cas } else { 0 }),
-            b'f' => meta::push_num(out, b'f', it.flags),
             b'l' => meta::push_num(out, b'l', now.wrapping_sub(it.atime)),
             b'h' => meta::push_num(out, b'h', it.has(FETCHED) as u8),
-            b'O' => {
-                out.push(b' ');
-                out.extend_from_slice(tok);
-            }
             b'k' => meta::push_key(out, it.key(), it.has(KEY_BINARY)),
-            _ => {}
+            _ => {
+                let hit = Hit { value: it.value(), flags: it.flags, cas, ttl };
+                reply::hit_flag(out, tok, &hit, &e);
+            }
         }
     }
     if it.has(WON) {
@@ -89,11 +132,7 @@ pub fn execute(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b" W");
         it.bits |= WON;
     }
-    out.extend_from_slice(b"\r\n");
-    if f.value {
-        out.extend_from_slice(it.value());
-        out.extend_from_slice(b"\r\n");
-    }
+    reply::tail(out, f.value, it.value());
     if !f.no_bump {
         a.bump();
     }

@@ -1,17 +1,22 @@
 //! `ms <key> <datalen> <flags>*`: the generic store (mode switch `M`, CAS `C`,
 //! invalidation `I`).
 
-use engine::ops::{self, StoreMode, StoreOutcome, StoreRequest};
-use protocol_memcache::meta::{self, MetaRequest};
+use engine::ops::{self, StoreMode, StoreRequest};
+use protocol_memcache::meta::MetaRequest;
+use protocol_memcache::text::reply;
 
-use crate::ctx::Ctx;
+use super::{echo, owned};
+use crate::compose;
+use crate::ctx::{Ctx, Flow};
+use crate::pending;
+use crate::route::{self, Routed};
 
 /// Run `ms` with its data block (still ending in `\r\n`).
-pub fn execute(m: &MetaRequest<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+pub fn execute(m: &MetaRequest<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let f = &m.flags;
-    if &block[m.datalen..] != b"\r\n" {
-        out.extend_from_slice(b"CLIENT_ERROR bad data chunk\r\n");
-        return;
+    if block.len() != m.datalen + 2 || &block[m.datalen..] != b"\r\n" {
+        out.extend_from_slice(reply::BAD_CHUNK);
+        return Flow::Continue;
     }
     let mode = crate::modes::meta(f.mode, f.cas.is_some());
     let vivify = match mode {
@@ -29,30 +34,17 @@ pub fn execute(m: &MetaRequest<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u
         vivify,
         key_binary: f.base64,
     };
-    let (code, cas): (&[u8], u64) = match ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt) {
-        StoreOutcome::Stored(cas) => (b"HD", cas),
-        StoreOutcome::NotStored => (b"NS", 0),
-        StoreOutcome::Exists => (b"EX", 0),
-        StoreOutcome::NotFound => (b"NF", 0),
-        StoreOutcome::NoMemory => {
-            out.extend_from_slice(b"SERVER_ERROR out of memory storing object\r\n");
-            return;
+    match route::key(ctx, &m.key) {
+        Routed::Memory => {
+            let r = ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt);
+            compose::meta::store(out, &echo(m), Ok(r));
         }
-    };
-    if f.quiet && code == b"HD" {
-        return;
-    }
-    out.extend_from_slice(code);
-    for tok in m.flag_tokens() {
-        match tok[0] {
-            b'O' => {
-                out.push(b' ');
-                out.extend_from_slice(tok);
-            }
-            b'k' => meta::push_key(out, &m.key, f.base64),
-            b'c' => meta::push_num(out, b'c', cas),
-            _ => {}
+        Routed::Container(place) => {
+            let e = owned(m);
+            let later = place.store(&req);
+            return Flow::Pending(pending::job(later, move |r, v| compose::meta::store(v, &e.echo(), r)));
         }
+        other => super::refused(out, other),
     }
-    out.extend_from_slice(b"\r\n");
+    Flow::Continue
 }

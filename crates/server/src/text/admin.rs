@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use protocol_memcache::text::{reply, Command};
 
 use super::say;
+use crate::compose;
 use crate::ctx::{Ctx, Flow};
+use crate::pending::{self, Fail};
 
 /// Run an administrative command.
 pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
@@ -14,6 +16,19 @@ pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
         Command::FlushAll { delay, noreply } => {
             if shared.cfg.disable_flush_all {
                 say(out, noreply, b"CLIENT_ERROR flush_all not allowed\r\n");
+            } else if let Some(bound) = crate::route::bound_container(ctx) {
+                // A connection bound to a container empties that container's table.
+                match bound {
+                    Err(down) => out.extend(down.line()),
+                    Ok((sql, i)) if delay != 0 => {
+                        let why = format!("flush_all with a delay is not supported on container {}", sql.name(i));
+                        compose::text::fail(out, noreply, &Fail::Client(why));
+                    }
+                    Ok((sql, i)) => {
+                        let later = crate::route::flush(sql, i);
+                        return Flow::Pending(pending::job(later, move |r, v| compose::text::flushed(v, noreply, r)));
+                    }
+                }
             } else {
                 shared.engine.flush_all(delay as i64, &ctx.acks.receipt);
                 say(out, noreply, reply::OK);

@@ -11,10 +11,11 @@ mod storage;
 mod touch;
 
 use engine::ops;
-use protocol_memcache::text::{self, Command, Frame};
+use protocol_memcache::text::{self, Command, Frame, StoreCmd};
 
 use crate::ctx::{Ctx, Flow};
 use crate::meta;
+use crate::route::Routed;
 use crate::timing::{self, Class, Proto};
 use protocol_memcache::meta::MetaCmd;
 
@@ -34,7 +35,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
     if let Some(file) = &ctx.shared.auth {
         if !st.auth.done {
             let (used, flow) = st.auth.run(buf, file, out);
-            if flow != Flow::Continue || !st.auth.done {
+            if !flow.is_continue() || !st.auth.done {
                 return (used, flow);
             }
             pos = used;
@@ -59,7 +60,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             eprintln!("<{} {}", ctx.conn.addr, String::from_utf8_lossy(line));
         }
         if let Some(sql) = &ctx.shared.sql {
-            if let Some(r) = crate::sqlfront::bind_line(sql, line, ctx) {
+            if let Some(r) = crate::route::bind_line(sql, line, ctx) {
                 out.extend_from_slice(&r);
                 pos += used;
                 *budget -= 1;
@@ -92,87 +93,59 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             }
             _ => None,
         };
-        if let Some(sql) = &ctx.shared.sql {
-            if crate::sqlfront::claims(sql, &cmd, ctx) {
-                let mut consumed = used;
-                let mut block = None;
-                if let Some((len, key_len, flags)) = data_len {
-                    if ops::item_too_large(&ctx.shared.engine, key_len, len, flags) {
-                        let noreply = matches!(cmd, Command::Store { noreply: true, .. });
-                        say(out, noreply, protocol_memcache::text::reply::TOO_LARGE);
-                        st.swallow = len + 2;
-                        pos += used;
-                        continue;
-                    }
-                    consumed = used + len + 2;
-                    if buf.len() - pos < consumed {
-                        *budget += 1;
-                        break;
-                    }
-                    block = Some(&buf[pos + used..pos + consumed]);
+        // A container key skips the memory tier's own checks (disk refusal, size
+        // precheck, timing: the containers time their operations themselves).
+        let to_sql = crate::route::claims(ctx, &cmd);
+        let writes = data_len.is_some()
+            || matches!(
+                cmd,
+                Command::Delete { .. } | Command::Arith { .. } | Command::Touch { .. } | Command::FlushAll { .. }
+            )
+            || matches!(&cmd, Command::Meta(m) if matches!(m.cmd, MetaCmd::Delete | MetaCmd::Arith));
+        // Refused before reading the data (an item too large, or the disk tier is degraded):
+        // reply now, discard the block (these errors are sent under noreply too).
+        let refusal: Option<&[u8]> = match (to_sql, data_len) {
+            (true, Some((len, key_len, flags))) if ops::item_too_large(&ctx.shared.engine, key_len, len, flags) => {
+                let noreply = matches!(cmd, Command::Store { noreply: true, .. });
+                match &cmd {
+                    Command::Store { cmd, key, .. } => crate::route::too_large(ctx, key, *cmd == StoreCmd::Set),
+                    Command::Meta(m) => crate::route::too_large(ctx, &m.key, true),
+                    _ => {}
                 }
-                let job = crate::sqlfront::text(sql, cmd, block, ctx, out);
-                pos += consumed;
-                if let Some(job) = job {
-                    *ctx.job.borrow_mut() = Some(job);
-                    return (pos, Flow::Job);
-                }
-                continue;
+                Some(if noreply { b"" } else { protocol_memcache::text::reply::TOO_LARGE })
             }
+            (true, _) => None,
+            (false, _) if writes => {
+                crate::persistence::refusal(ctx.shared).or_else(|| storage::precheck(&cmd, ctx).map(|r| r.reply))
+            }
+            (false, _) => None,
+        };
+        if let Some(err) = refusal {
+            out.extend_from_slice(err);
+            if let Some((len, ..)) = data_len {
+                st.swallow = len + 2;
+            }
+            pos += used;
+            continue;
         }
-        if let Some((len, _, _)) = data_len {
-            if let Some(err) = crate::persistence::refusal(ctx.shared) {
-                // The disk tier is degraded: refused, data discarded (memcached's error
-                // replies are sent under noreply too, as for an item too large).
-                out.extend_from_slice(err);
-                st.swallow = len + 2;
-                pos += used;
-                continue;
-            }
-            if let Some(reject) = storage::precheck(&cmd, ctx) {
-                // Refused before reading the data: reply now and discard the block.
-                out.extend_from_slice(reject.reply);
-                st.swallow = len + 2;
-                pos += used;
-                continue;
-            }
-            let need = used + len + 2;
-            if buf.len() - pos < need {
+        let mut block = None;
+        let mut consumed = used;
+        if let Some((len, ..)) = data_len {
+            // Commands with a data block wait until all of it is buffered.
+            consumed = used + len + 2;
+            if buf.len() - pos < consumed {
                 *budget += 1;
                 break;
             }
-            let block = &buf[pos + used..pos + need];
-            let t = timing::start(ctx.shared.timing);
-            let mark = out.len();
-            match cmd {
-                Command::Meta(m) => {
-                    meta::execute(m, Some(block), ctx, out);
-                    timing::done(&ctx.worker.latency, t, Proto::Meta, Class::Set);
-                }
-                _ => {
-                    storage::execute(&cmd, block, ctx, out);
-                    timing::done(&ctx.worker.latency, t, Proto::Text, Class::Set);
-                }
-            };
-            ctx.acks.note(mark, out.len(), None);
-            pos += need;
-            continue;
+            block = Some(&buf[pos + used..pos + consumed]);
         }
-        pos += used;
-        if matches!(
-            cmd,
-            Command::Delete { .. } | Command::Arith { .. } | Command::Touch { .. } | Command::FlushAll { .. }
-        ) || matches!(&cmd, Command::Meta(m) if matches!(m.cmd, MetaCmd::Delete | MetaCmd::Arith))
-        {
-            if let Some(err) = crate::persistence::refusal(ctx.shared) {
-                out.extend_from_slice(err);
-                continue;
-            }
-        }
-        let t = timing::start(ctx.shared.timing);
+        pos += consumed;
+        let t = (!to_sql).then(|| timing::start(ctx.shared.timing)).flatten();
         let (proto, class) = match &cmd {
             Command::Get { .. } | Command::Gat { .. } => (Proto::Text, Class::Get),
+            Command::Store { .. } => (Proto::Text, Class::Set),
             Command::Meta(m) if m.cmd == MetaCmd::Get => (Proto::Meta, Class::Get),
+            Command::Meta(m) if m.cmd == MetaCmd::Set => (Proto::Meta, Class::Set),
             Command::Meta(_) => (Proto::Meta, Class::Other),
             _ => (Proto::Text, Class::Other),
         };
@@ -180,17 +153,22 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
         let flow = match cmd {
             Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
             Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
+            Command::Store { .. } => storage::execute(&cmd, block.unwrap_or(b""), ctx, out),
             Command::Delete { key, noreply } => delete::execute(key, noreply, ctx, out),
             Command::Arith { incr, key, delta, noreply } => arith::execute(incr, key, delta, noreply, ctx, out),
             Command::Touch { key, exptime, noreply } => touch::execute(key, exptime, noreply, ctx, out),
-            Command::Meta(m) => meta::execute(m, None, ctx, out),
+            Command::Meta(m) => meta::execute(m, block, ctx, out),
             Command::Stats { args } => crate::stats::execute(&args, ctx, out),
             other => admin::execute(other, ctx, out),
         };
-        ctx.acks.note(mark, out.len(), None);
-        timing::done(&ctx.worker.latency, t, proto, class);
-        if flow == Flow::Close {
-            return (pos, flow);
+        if !to_sql {
+            ctx.acks.note(mark, out.len(), None);
+            timing::done(&ctx.worker.latency, t, proto, class);
+        }
+        match flow {
+            Flow::Continue => {}
+            // A pending reply: the connection awaits it, then goes on after these bytes.
+            flow => return (pos, flow),
         }
     }
     (pos, Flow::Continue)
@@ -201,5 +179,15 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
 pub(crate) fn say(out: &mut Vec<u8>, noreply: bool, bytes: &[u8]) {
     if !noreply {
         out.extend_from_slice(bytes);
+    }
+}
+
+/// A key the containers would not take: its error (the containers being unavailable is
+/// said even under `noreply`, like memcached's other `SERVER_ERROR` replies).
+pub(crate) fn refused(out: &mut Vec<u8>, noreply: bool, r: Routed) {
+    match r {
+        Routed::Down(f) => out.extend(f.line()),
+        Routed::Bind(f) | Routed::Refused(f) => crate::compose::text::fail(out, noreply, &f),
+        Routed::Memory | Routed::Container(_) => {}
     }
 }

@@ -2,12 +2,15 @@
 //! `process_update_command` and `complete_nread_ascii`), and the size check that
 //! `ms` shares.
 
-use engine::ops::{self, StoreOutcome, StoreRequest};
+use engine::ops::{self, StoreRequest};
 use protocol_memcache::meta::MetaCmd;
 use protocol_memcache::text::{reply, Command, StoreCmd};
 
 use super::say;
+use crate::compose;
 use crate::ctx::{Ctx, Flow};
+use crate::pending;
+use crate::route::{self, Routed};
 
 /// A storage command refused before its data block was read.
 pub struct Reject {
@@ -37,18 +40,18 @@ pub fn precheck(cmd: &Command<'_>, ctx: &Ctx<'_>) -> Option<Reject> {
     Some(Reject { reply: if noreply { b"" } else { reply::TOO_LARGE } })
 }
 
-/// Store a text command's data block (`block` still ends with its `\r\n`).
+/// Store a text command's data block (`block` still ends with its `\r\n`), in memory or
+/// in the key's container.
 pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
     let Command::Store { cmd, key, flags, exptime, bytes, cas, noreply } = *cmd else {
         return Flow::Continue;
     };
-    if &block[bytes..] != b"\r\n" {
+    if block.len() != bytes + 2 || &block[bytes..] != b"\r\n" {
         say(out, noreply, reply::BAD_CHUNK);
         return Flow::Continue;
     }
-    let mode = crate::modes::text(cmd);
     let req = StoreRequest {
-        mode,
+        mode: crate::modes::text(cmd),
         key,
         value: &block[..bytes],
         flags,
@@ -58,13 +61,14 @@ pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>
         vivify: None,
         key_binary: false,
     };
-    let r: &[u8] = match ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt) {
-        StoreOutcome::Stored(_) => reply::STORED,
-        StoreOutcome::NotStored => reply::NOT_STORED,
-        StoreOutcome::Exists => reply::EXISTS,
-        StoreOutcome::NotFound => reply::NOT_FOUND,
-        StoreOutcome::NoMemory => reply::NO_MEMORY,
-    };
-    say(out, noreply, r);
+    match route::key(ctx, key) {
+        Routed::Memory => {
+            compose::text::store(out, noreply, Ok(ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt)))
+        }
+        Routed::Container(place) => {
+            return Flow::Pending(pending::job(place.store(&req), move |r, v| compose::text::store(v, noreply, r)))
+        }
+        other => super::refused(out, noreply, other),
+    }
     Flow::Continue
 }
