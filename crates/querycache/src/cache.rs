@@ -201,16 +201,20 @@ impl QueryCache {
         out
     }
 
-    /// The epoch and the tables' versions a fill starts from; None if `since` is given and
-    /// one of the tables was invalidated after it (checked under the same locks).
-    fn versions(&self, tables: &[TableName], since: Option<u64>) -> Option<Vec<u64>> {
+    /// The epoch and the tables' versions a fill starts from; None if `since` is given (a
+    /// read inside a transaction that began at that sequence) and a change after it touched
+    /// rows the read depends on (checked under the same locks, per tag: a change to other
+    /// keys of the same table does not stop the fill).
+    fn versions(&self, tables: &[TableName], tags: &Tags, since: Option<u64>) -> Option<Vec<u64>> {
         let mut l = self.index.lock(tables.iter());
         let mut v = Vec::with_capacity(tables.len() + 1);
         v.push(self.epoch.load(Ordering::Acquire));
         for t in tables {
             let st = l.state(&self.index, t);
-            if since.is_some_and(|s| st.seq > s) {
-                return None;
+            if let Some(s) = since {
+                if tags.0.iter().filter(|g| g.table == *t).any(|g| !st.unchanged_since(s, &g.scope)) {
+                    return None;
+                }
             }
             v.push(st.version);
         }
@@ -229,7 +233,7 @@ impl QueryCache {
         let mut tables: Vec<TableName> = tags.0.iter().map(|t| t.table.clone()).collect();
         tables.sort();
         tables.dedup();
-        let Some(versions) = self.versions(&tables, key.fill_since) else {
+        let Some(versions) = self.versions(&tables, tags, key.fill_since) else {
             bump(&self.counters.fills_refused);
             return FillStart::Bypass;
         };

@@ -28,6 +28,66 @@ pub(crate) struct RowKeys<'a> {
 /// One key's entries by encoded value.
 type ByValue = HashMap<Box<[u8]>, Vec<Hk>>;
 
+/// Most row-level invalidations a table remembers for transactions' fills ([`Recent`]).
+const RECENT_ENTRIES: usize = 32;
+/// Most key values they hold together (an invalidation naming more is table-level here).
+const RECENT_KEYS: usize = 128;
+
+/// A table's recent row-level invalidations, for fills inside transactions: a read whose
+/// snapshot may predate a change is stored only if no change since the transaction began
+/// touched its rows. What is not remembered (a table-level change, one that fell off the
+/// bounded log, anything before the state existed) is below `floor`: a transaction that
+/// began before `floor` fills nothing from this table.
+#[derive(Default)]
+struct Recent {
+    /// (sequence, integer primary keys, key values) of each row-level invalidation, oldest first.
+    log: std::collections::VecDeque<(u64, Vec<i64>, Vec<KeyValues>)>,
+    /// Key values held in `log`.
+    keys: usize,
+    /// Everything up to this sequence is unknown.
+    floor: u64,
+}
+
+impl Recent {
+    /// Remember an invalidation (`None`: the whole table).
+    fn note(&mut self, seq: u64, keys: Option<&RowKeys<'_>>) {
+        let n = keys.map_or(usize::MAX, |k| k.ints.len() + k.values.iter().map(|v| v.values.len()).sum::<usize>());
+        match keys {
+            Some(k) if n <= RECENT_KEYS => {
+                self.log.push_back((seq, k.ints.to_vec(), k.values.to_vec()));
+                self.keys += n;
+            }
+            _ => {
+                self.log.clear();
+                self.keys = 0;
+                self.floor = seq;
+            }
+        }
+        while self.log.len() > RECENT_ENTRIES || self.keys > RECENT_KEYS {
+            let Some((s, ints, values)) = self.log.pop_front() else { break };
+            self.keys -= ints.len() + values.iter().map(|v| v.values.len()).sum::<usize>();
+            self.floor = self.floor.max(s);
+        }
+    }
+
+    /// Did anything after `since` change rows that `scope` reads? (What
+    /// [`TableState::drain_keys`] would have dropped had the result been stored then.)
+    fn changed_since(&self, since: u64, scope: &Scope) -> bool {
+        if self.floor > since {
+            return true;
+        }
+        self.log.iter().filter(|(s, ..)| *s > since).any(|(_, ints, values)| match scope {
+            Scope::Table => true,
+            Scope::Points(ps) => ints.iter().any(|k| ps.contains(k)),
+            Scope::Range(lo, hi) => ints.iter().any(|k| (lo..=hi).contains(&k)),
+            Scope::Values(kv) => match values.iter().find(|v| v.key == kv.key) {
+                Some(v) => v.values.iter().any(|x| kv.values.contains(x)),
+                None => true,
+            },
+        })
+    }
+}
+
 /// One table's version and references.
 #[derive(Default)]
 pub(crate) struct TableState {
@@ -35,6 +95,8 @@ pub(crate) struct TableState {
     /// The index's invalidation sequence at this table's last invalidation, or at the
     /// state's creation (an invalidation may have come just before, while it had no state).
     pub seq: u64,
+    /// Its recent invalidations, for transactions' fills.
+    recent: Recent,
     table_level: HashSet<Hk>,
     /// Integer primary-key points.
     points: HashMap<i64, Vec<Hk>>,
@@ -55,6 +117,24 @@ fn push_new(v: &mut Vec<Hk>, hk: Hk) -> usize {
 }
 
 impl TableState {
+    /// A state created at sequence `seq`: what came before is unknown.
+    fn new(seq: u64) -> TableState {
+        TableState { seq, recent: Recent { floor: seq, ..Default::default() }, ..Default::default() }
+    }
+
+    /// May a read of `scope` that a transaction began at sequence `since` be stored? Not
+    /// if a change since then touched its rows (the transaction's snapshot may predate it).
+    pub fn unchanged_since(&self, since: u64, scope: &Scope) -> bool {
+        self.seq <= since || !self.recent.changed_since(since, scope)
+    }
+
+    /// Record an invalidation at `seq` (`keys` None: the whole table).
+    fn invalidated(&mut self, seq: u64, keys: Option<&RowKeys<'_>>) {
+        self.version += 1;
+        self.seq = seq;
+        self.recent.note(seq, keys);
+    }
+
     fn add(&mut self, scope: &Scope, hk: Hk) -> usize {
         let before = self.refs;
         match scope {
@@ -174,7 +254,7 @@ impl<'a> Locked<'a> {
     pub fn state(&mut self, ix: &Index, t: &TableName) -> &mut TableState {
         let s = ix.shard_of(t);
         let g = self.guards.iter_mut().find(|(i, _)| *i == s).expect("shard locked");
-        g.1.entry(t.clone()).or_insert_with(|| TableState { seq: ix.seq(), ..Default::default() })
+        g.1.entry(t.clone()).or_insert_with(|| TableState::new(ix.seq()))
     }
 
     /// The state of `t`, if it has one.
@@ -240,8 +320,7 @@ impl Index {
     pub fn invalidate(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&RowKeys<'_>>, out: &mut Vec<Hk>) {
         let seq = self.next_seq();
         let Some(st) = l.existing(self, t) else { return };
-        st.version += 1;
-        st.seq = seq;
+        st.invalidated(seq, keys);
         let freed = match keys {
             Some(k) => st.drain_keys(k, out),
             None => st.drain_all(out),
@@ -256,8 +335,7 @@ impl Index {
         for m in l.maps() {
             for (t, st) in m.iter_mut() {
                 if &*t.db == db {
-                    st.version += 1;
-                    st.seq = seq;
+                    st.invalidated(seq, None);
                     freed += st.drain_all(out);
                 }
             }
@@ -271,8 +349,7 @@ impl Index {
         let seq = self.next_seq();
         for m in l.maps() {
             for st in m.values_mut() {
-                st.version += 1;
-                st.seq = seq;
+                st.invalidated(seq, None);
                 st.drain_all(&mut sink);
                 sink.clear();
             }

@@ -100,3 +100,66 @@ fn probe_begin_then_first_read_fills() {
     let p = c.on_query(&mut s, Q.as_bytes());
     assert!(matches!(p, querycache::Plan::Cached { .. }), "{p:?}");
 }
+
+/// A read inside the transaction (the reply keeps IN_TRANS).
+fn tread(c: &querycache::QueryCache, s: &mut querycache::Session, sql: &str, backend: &[u8]) -> (Vec<u8>, bool) {
+    common::read_with_status(c, s, sql, backend, IN_TRANS)
+}
+
+fn by_id(id: i64) -> String {
+    format!("SELECT c FROM sbtest1 WHERE id = {id}")
+}
+
+fn changed(c: &querycache::QueryCache, keys: Vec<i64>) {
+    let inv = Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys, values: vec![] };
+    c.invalidate(&inv, Source::Binlog);
+}
+
+#[test]
+fn a_change_to_other_rows_does_not_stop_a_transactions_fill() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    read(&c, &mut s, &by_id(1), &rows("a")); // the table is known and has state
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    changed(&c, vec![2]);
+    // Row 3 did not change since the transaction began: its snapshot is the latest state.
+    assert!(!tread(&c, &mut s, &by_id(3), &rows("c")).1);
+    assert!(tread(&c, &mut s, &by_id(3), &rows("c")).1, "stored: the change was to row 2");
+    // Row 2 did: the snapshot may show the old row, so nothing is stored.
+    assert!(!tread(&c, &mut s, &by_id(2), &rows("old")).1);
+    assert!(!tread(&c, &mut s, &by_id(2), &rows("old")).1, "refused again");
+    // A range holding 2 is refused too; one beside it is not.
+    let r = "SELECT c FROM sbtest1 WHERE id BETWEEN 1 AND 5";
+    assert!(!tread(&c, &mut s, r, &rows("old")).1);
+    assert!(!tread(&c, &mut s, r, &rows("old")).1, "a range holding row 2");
+    let r = "SELECT c FROM sbtest1 WHERE id BETWEEN 10 AND 20";
+    assert!(!tread(&c, &mut s, r, &rows("x")).1);
+    assert!(tread(&c, &mut s, r, &rows("x")).1, "a range beside it fills");
+    exec(&c, &mut s, "COMMIT", OUT);
+    let mut other = c.session("u", Some("sbtest"), 33, 0);
+    let (reply, hit) = read(&c, &mut other, &by_id(2), &rows("new"));
+    assert!(!hit && reply == rows("new"), "the snapshot's row 2 was never stored");
+}
+
+#[test]
+fn what_the_log_forgot_or_never_knew_refuses() {
+    let (c, mut s) = fresh(InTransactions::UntilWrite);
+    read(&c, &mut s, &by_id(1), &rows("a"));
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    // More row-level changes than the per-table log keeps: the oldest fall below its floor.
+    for k in 100..140 {
+        changed(&c, vec![k]);
+    }
+    assert!(!tread(&c, &mut s, &by_id(5), &rows("e")).1);
+    assert!(!tread(&c, &mut s, &by_id(5), &rows("e")).1, "unknown changes since BEGIN: refused");
+    exec(&c, &mut s, "COMMIT", OUT);
+    // A table-level change refuses every read of a transaction begun before it.
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    c.invalidate(&Invalidation::Table { db: "sbtest".into(), table: "sbtest1".into() }, Source::Binlog);
+    assert!(!tread(&c, &mut s, &by_id(6), &rows("f")).1);
+    assert!(!tread(&c, &mut s, &by_id(6), &rows("f")).1, "table-level: refused");
+    exec(&c, &mut s, "COMMIT", OUT);
+    // A transaction begun after all of it fills.
+    exec(&c, &mut s, "BEGIN", IN_TRANS);
+    assert!(!tread(&c, &mut s, &by_id(6), &rows("f")).1);
+    assert!(tread(&c, &mut s, &by_id(6), &rows("f")).1);
+}

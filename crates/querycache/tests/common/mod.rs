@@ -74,6 +74,12 @@ pub fn rows(r: &str) -> Vec<u8> {
 /// Run a read through the cache as the proxy would: hit, or fill with `backend`'s
 /// reply. Returns (reply, was_hit).
 pub fn read(c: &QueryCache, s: &mut Session, sql: &str, backend: &[u8]) -> (Vec<u8>, bool) {
+    read_with_status(c, s, sql, backend, 0x0002)
+}
+
+/// [`read`], the backend's reply carrying these status flags (IN_TRANS: still inside a
+/// transaction).
+pub fn read_with_status(c: &QueryCache, s: &mut Session, sql: &str, backend: &[u8], status: u16) -> (Vec<u8>, bool) {
     match c.on_query(s, sql.as_bytes()) {
         Plan::Cached { key, tags } => {
             if let Some(hit) = c.lookup(&key) {
@@ -84,11 +90,11 @@ pub fn read(c: &QueryCache, s: &mut Session, sql: &str, backend: &[u8]) -> (Vec<
                 querycache::FillStart::Follower(_) => panic!("no concurrent fill in this test"),
                 querycache::FillStart::Bypass => {}
             }
-            c.on_reply(s, 0x0002, true);
+            c.on_reply(s, status, true);
             (backend.to_vec(), false)
         }
         _ => {
-            c.on_reply(s, 0x0002, true);
+            c.on_reply(s, status, true);
             (backend.to_vec(), false)
         }
     }
