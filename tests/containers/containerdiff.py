@@ -30,7 +30,7 @@ for p in (TESTS, TESTS / "differential"):
 
 import mcdiff  # noqa: E402
 import randomized  # noqa: E402
-from harness.servers import Server, free_port, sqlcached_argv, start_memcached  # noqa: E402
+from harness.servers import start_pair as start_servers  # noqa: E402
 
 SESSIONS_DIR = HERE / "sessions"
 
@@ -83,22 +83,12 @@ def start_pair(flags, policy: str, workdir: Path):
     started in parallel; returns both, ready."""
     d = Path(tempfile.mkdtemp(prefix="cdiff-", dir=workdir))
     cfg = write_config(d, policy)
-    mc = start_memcached(*flags, wait=False)
     try:
-        port = free_port()
-        while port == mc.port:
-            port = free_port()
-        sq = Server(sqlcached_argv(port, *flags, "--containers", str(cfg)), port, wait=False)
-        sq.workdir = d
+        mc, sq = start_servers(*flags, extra=("--containers", str(cfg)))
     except Exception:
-        mc.stop()
+        shutil.rmtree(d, ignore_errors=True)
         raise
-    try:
-        mc.wait_ready()
-        sq.wait_ready()
-    except Exception:
-        stop_pair([mc, sq])
-        raise
+    sq.workdir = d
     return [mc, sq]
 
 

@@ -192,15 +192,15 @@ def start_memcached(*args: str, wait: bool = True, env=None) -> Server:
     return Server(memcached_argv(port, *args), port, wait=wait, env=env)
 
 
-def start_pair(*args: str):
-    """Start memcached and sqlcached with identical flags, in parallel.
-    Returns (memcached, sqlcached); both are ready."""
+def start_pair(*args: str, extra=()):
+    """Start memcached and sqlcached with identical flags, in parallel (`extra`: flags
+    for sqlcached only, e.g. --containers). Returns (memcached, sqlcached); both are ready."""
     mc = start_memcached(*args, wait=False)
     try:
         port = free_port()
         while port == mc.port:  # mc may not have bound its port yet
             port = free_port()
-        sq = Server(sqlcached_argv(port, *args), port, wait=False)
+        sq = Server(sqlcached_argv(port, *args, *extra), port, wait=False)
     except Exception:
         mc.stop()
         raise

@@ -44,6 +44,13 @@ pub struct StoreRequest<'a> {
     pub key_binary: bool,
 }
 
+impl<'a> StoreRequest<'a> {
+    /// A text or binary storage command: none of meta's `I`, `N`, `b`.
+    pub fn new(mode: StoreMode, key: &'a [u8], value: &'a [u8], flags: u32, exptime: i64, cas: u64) -> Self {
+        StoreRequest { mode, key, value, flags, exptime, cas, set_stale: false, vivify: None, key_binary: false }
+    }
+}
+
 /// What a store did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreOutcome {

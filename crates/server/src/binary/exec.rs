@@ -23,17 +23,7 @@ fn touch_of(req: &Request<'_>) -> Option<i64> {
 fn store_request<'a>(req: &Request<'a>, use_cas: bool) -> StoreRequest<'a> {
     let (flags, exptime) = req.store_extras().map(|e| (e.flags, e.expiration as i64)).unwrap_or((0, 0));
     let cas = if use_cas { req.cas() } else { 0 };
-    StoreRequest {
-        mode: crate::modes::binary(req.opcode().base(), cas),
-        key: req.key(),
-        value: req.value(),
-        flags,
-        exptime,
-        cas,
-        set_stale: false,
-        vivify: None,
-        key_binary: false,
-    }
+    StoreRequest::new(crate::modes::binary(req.opcode().base(), cas), req.key(), req.value(), flags, exptime, cas)
 }
 
 /// The incr/decr a request asks for (`None`: its extras are missing).

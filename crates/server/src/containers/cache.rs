@@ -29,17 +29,7 @@ pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
                 .collect(),
         ),
         Request::Store { mode, key, value, flags, exptime, cas } => {
-            let req = eops::StoreRequest {
-                mode,
-                key: &key,
-                value: &value,
-                flags,
-                exptime,
-                cas,
-                set_stale: false,
-                vivify: None,
-                key_binary: false,
-            };
+            let req = eops::StoreRequest::new(mode, &key, &value, flags, exptime, cas);
             Reply::Store(eops::store(e, &req, engine::Receipt::none()))
         }
         Request::Delete { key, cas: Some(0) } => {
@@ -94,17 +84,7 @@ fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
     v.extend_from_slice(&row.cas.to_be_bytes());
     v.extend_from_slice(&row.exptime.to_be_bytes());
     v.extend_from_slice(&row.value);
-    let req = eops::StoreRequest {
-        mode: eops::StoreMode::Set,
-        key,
-        value: &v,
-        flags: row.flags,
-        exptime: ttl,
-        cas: 0,
-        set_stale: false,
-        vivify: None,
-        key_binary: false,
-    };
+    let req = eops::StoreRequest::new(eops::StoreMode::Set, key, &v, row.flags, ttl, 0);
     let _ = eops::store(e, &req, engine::Receipt::none());
 }
 

@@ -234,17 +234,7 @@ mod tests {
     use engine::EngineConfig;
 
     fn set(e: &Engine, key: &[u8]) {
-        let r = StoreRequest {
-            mode: StoreMode::Set,
-            key,
-            value: b"v",
-            flags: 0,
-            exptime: 0,
-            cas: 0,
-            set_stale: false,
-            vivify: None,
-            key_binary: false,
-        };
+        let r = StoreRequest::new(StoreMode::Set, key, b"v", 0, 0, 0);
         ops::store(e, &r, engine::Receipt::none());
     }
 

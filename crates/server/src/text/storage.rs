@@ -50,17 +50,7 @@ pub fn execute(cmd: &Command<'_>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>
         say(out, noreply, reply::BAD_CHUNK);
         return Flow::Continue;
     }
-    let req = StoreRequest {
-        mode: crate::modes::text(cmd),
-        key,
-        value: &block[..bytes],
-        flags,
-        exptime: exptime as i64,
-        cas,
-        set_stale: false,
-        vivify: None,
-        key_binary: false,
-    };
+    let req = StoreRequest::new(crate::modes::text(cmd), key, &block[..bytes], flags, exptime as i64, cas);
     match route::key(ctx, key) {
         Routed::Memory => {
             compose::text::store(out, noreply, Ok(ops::store(&ctx.shared.engine, &req, &ctx.acks.receipt)))
