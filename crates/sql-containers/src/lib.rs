@@ -70,6 +70,7 @@ pub mod batch;
 pub mod config;
 pub mod error;
 pub mod ops;
+mod plugin;
 pub mod request;
 pub mod sql;
 pub mod validate;
