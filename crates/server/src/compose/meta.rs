@@ -26,8 +26,9 @@ impl<T: AsRef<[u8]>> Echo<'_, T> {
         self.tokens.iter().map(|t| t.as_ref()).filter(|t| !t.is_empty())
     }
 
-    /// Append `O` and `k`, which every meta reply echoes (misses and errors too).
-    pub fn opaque_and_key(&self, out: &mut Vec<u8>) {
+    /// Append the reply flags in request order: `O` and `k` here (every meta reply echoes
+    /// them), any other token by `other` (the command's own: `c`, `t`, `s`, ...).
+    pub fn flags(&self, out: &mut Vec<u8>, mut other: impl FnMut(&mut Vec<u8>, &[u8])) {
         for tok in self.each() {
             match tok[0] {
                 b'O' => {
@@ -35,9 +36,14 @@ impl<T: AsRef<[u8]>> Echo<'_, T> {
                     out.extend_from_slice(tok);
                 }
                 b'k' => meta::push_key(out, self.key, self.b64),
-                _ => {}
+                _ => other(out, tok),
             }
         }
+    }
+
+    /// Append `O` and `k` alone (misses and errors).
+    pub fn opaque_and_key(&self, out: &mut Vec<u8>) {
+        self.flags(out, |_, _| {});
     }
 
     /// A bare return code with `O` and `k` (hidden under `q` when `code` is nominal).
@@ -63,9 +69,9 @@ pub struct Hit<'a> {
     pub ttl: i64,
 }
 
-/// Append a hit's `s`, `t`, `c`, `f`, `O` or `k` flag for `tok`; false for other flags
-/// (the caller's own: `l`, `h`, `T`, `N`, `R`, ...).
-pub fn hit_flag<T: AsRef<[u8]>>(out: &mut Vec<u8>, tok: &[u8], hit: &Hit<'_>, e: &Echo<'_, T>) -> bool {
+/// Append a hit's `s`, `t`, `c`, `f` or `O` flag for `tok`; false for other flags (the
+/// caller's own: `k`, `l`, `h`, `T`, `N`, `R`, ...).
+pub fn hit_flag(out: &mut Vec<u8>, tok: &[u8], hit: &Hit<'_>) -> bool {
     match tok[0] {
         b's' => meta::push_num(out, b's', hit.value.len()),
         b't' => meta::push_num(out, b't', hit.ttl),
@@ -75,7 +81,6 @@ pub fn hit_flag<T: AsRef<[u8]>>(out: &mut Vec<u8>, tok: &[u8], hit: &Hit<'_>, e:
             out.push(b' ');
             out.extend_from_slice(tok);
         }
-        b'k' => meta::push_key(out, e.key, e.b64),
         _ => return false,
     }
     true
@@ -114,13 +119,13 @@ pub fn get<T: AsRef<[u8]>>(
         return e.code(out, b"EN", true);
     };
     head(out, with_value, hit.value.len());
-    for tok in e.each() {
+    e.flags(out, |out, tok| {
         if tok[0] == b't' {
             meta::push_num(out, b't', ttls.next().unwrap_or(hit.ttl));
         } else {
-            hit_flag(out, tok, &hit, e);
+            hit_flag(out, tok, &hit);
         }
-    }
+    });
     tail(out, with_value, hit.value);
 }
 
@@ -138,17 +143,11 @@ pub fn store<T: AsRef<[u8]>>(out: &mut Vec<u8>, e: &Echo<'_, T>, r: Result<Store
         return;
     }
     out.extend_from_slice(code);
-    for tok in e.each() {
-        match tok[0] {
-            b'O' => {
-                out.push(b' ');
-                out.extend_from_slice(tok);
-            }
-            b'k' => meta::push_key(out, e.key, e.b64),
-            b'c' => meta::push_num(out, b'c', cas),
-            _ => {}
+    e.flags(out, |out, tok| {
+        if tok[0] == b'c' {
+            meta::push_num(out, b'c', cas);
         }
-    }
+    });
     out.extend_from_slice(b"\r\n");
 }
 
@@ -185,18 +184,11 @@ pub fn arith<T: AsRef<[u8]>>(
     }
     let text = itoa::Buffer::new().format(value).as_bytes().to_vec();
     head(out, with_value, text.len());
-    for tok in e.each() {
-        match tok[0] {
-            b'c' => meta::push_num(out, b'c', cas),
-            b't' => meta::push_num(out, b't', ttls.next().unwrap_or(-1)),
-            b'O' => {
-                out.push(b' ');
-                out.extend_from_slice(tok);
-            }
-            b'k' => meta::push_key(out, e.key, e.b64),
-            _ => {}
-        }
-    }
+    e.flags(out, |out, tok| match tok[0] {
+        b'c' => meta::push_num(out, b'c', cas),
+        b't' => meta::push_num(out, b't', ttls.next().unwrap_or(-1)),
+        _ => {}
+    });
     tail(out, with_value, &text);
 }
 

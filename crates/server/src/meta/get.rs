@@ -93,7 +93,6 @@ fn memory(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
         return;
     };
     reply::head(out, f.value, it.value().len());
-    let e = echo(m);
     let mut won = false;
     let (cas, ttl) = (if use_cas { it.cas } else { 0 }, ttl_left(it.exptime, now));
     for tok in m.flag_tokens() {
@@ -115,7 +114,7 @@ fn memory(m: &MetaRequest<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             b'k' => meta::push_key(out, it.key(), it.has(KEY_BINARY)),
             _ => {
                 let hit = Hit { value: it.value(), flags: it.flags, cas, ttl };
-                reply::hit_flag(out, tok, &hit, &e);
+                reply::hit_flag(out, tok, &hit);
             }
         }
     }
