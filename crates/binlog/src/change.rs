@@ -65,6 +65,15 @@ pub enum Change {
         /// The row images.
         rows: Vec<Vec<Value>>,
     },
+    /// Rows of this table changed, too many in one transaction to list (more than the
+    /// follower's bulk limit, see `Follower::set_bulk_rows`): any row may have changed, its
+    /// definition did not. The transaction's later row events of the table are not decoded.
+    ManyRows {
+        /// Database of the table.
+        db: String,
+        /// Table name.
+        table: String,
+    },
     /// Any row of this table may have changed (TRUNCATE, DDL, statement-format DML, rows the
     /// follower could not decode, foreign-key cascades).
     Table {

@@ -1,7 +1,7 @@
 //! Binlog events to `Change`s: TABLE_MAP bookkeeping, ROWS decoding, QUERY classification,
 //! transaction boundaries (where the stream may safely resume).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use mysql_async::binlog::events::{Event, OptionalMetadataField, QueryEvent, RowsEventData, TableMapEvent};
@@ -56,15 +56,21 @@ pub(crate) struct Decoder {
     tables: HashMap<u64, Mapped>,
     in_trx: bool,
     pub(crate) meta: Meta,
+    /// Row images per table id decoded in the current transaction.
+    rows_in_trx: HashMap<u64, usize>,
+    /// Table ids reported as `Change::ManyRows` in the current transaction (their later
+    /// row events are skipped).
+    bulk: HashSet<u64>,
 }
 
 impl Decoder {
     pub(crate) fn new(meta: Meta) -> Decoder {
-        Decoder { tables: HashMap::new(), in_trx: false, meta }
+        Decoder { tables: HashMap::new(), in_trx: false, meta, rows_in_trx: HashMap::new(), bulk: HashSet::new() }
     }
 
-    /// Decodes one event.
-    pub(crate) async fn event(&mut self, ev: &Event) -> Decoded {
+    /// Decodes one event; `bulk_rows` (0: none) is the number of row images of one table in
+    /// one transaction past which its further row events become one `Change::ManyRows`.
+    pub(crate) async fn event(&mut self, ev: &Event, bulk_rows: usize) -> Decoded {
         let ty = ev.header().event_type_raw();
         let mut out = Decoded { changes: Vec::new(), boundary: false, rotate: None };
         let all = |reason: String| vec![Change::All { reason }];
@@ -81,7 +87,7 @@ impl Decoder {
                 | EventType::UPDATE_ROWS_EVENT
                 | EventType::DELETE_ROWS_EVENT
                 | EventType::PARTIAL_UPDATE_ROWS_EVENT,
-            ) => out.changes = self.rows(ev).await,
+            ) => out.changes = self.rows(ev, bulk_rows).await,
             Ok(EventType::QUERY_EVENT) => match ev.read_event::<QueryEvent<'_>>() {
                 Ok(q) => out.changes = self.query(&q.schema(), &q.query()),
                 Err(e) => out.changes = all(format!("undecodable QUERY: {e}")),
@@ -124,6 +130,10 @@ impl Decoder {
             },
         }
         out.boundary = !self.in_trx;
+        if out.boundary && !self.rows_in_trx.is_empty() {
+            self.rows_in_trx.clear();
+            self.bulk.clear();
+        }
         if out.boundary && self.tables.len() > MAX_TABLE_IDS {
             // Every transaction maps its tables again: forgetting between transactions is safe.
             self.tables.clear();
@@ -177,21 +187,34 @@ impl Decoder {
         self.tables.insert(id, Mapped { tme, db, table, schema, fix_unsigned });
     }
 
-    async fn rows(&mut self, ev: &Event) -> Vec<Change> {
+    async fn rows(&mut self, ev: &Event, bulk_rows: usize) -> Vec<Change> {
         let re = match ev.read_event_rows() {
             Ok(re) => re,
             Err(e) => return vec![Change::All { reason: format!("undecodable ROWS event: {e}") }],
         };
-        let Some(m) = self.tables.get(&re.table_id()) else {
-            return vec![Change::All { reason: format!("ROWS event for unmapped table id {}", re.table_id()) }];
+        let id = re.table_id();
+        let Some(m) = self.tables.get(&id) else {
+            return vec![Change::All { reason: format!("ROWS event for unmapped table id {id}") }];
         };
+        if self.bulk.contains(&id) {
+            return Vec::new(); // already reported as a whole for this transaction
+        }
         let table = Change::Table { db: m.db.clone(), table: m.table.clone() };
-        let mut changes = match m.schema.as_ref().and_then(|s| decode_rows(&re, m, s).ok()) {
-            Some(rows) => {
-                let schema = m.schema.clone().expect("decoded with a schema");
-                vec![Change::Rows { db: m.db.clone(), table: m.table.clone(), schema, rows }]
+        let seen = self.rows_in_trx.entry(id).or_default();
+        let mut changes = if bulk_rows > 0 && *seen >= bulk_rows {
+            // One big statement (or transaction) on one table: decoding and delivering every
+            // row image would put the follower behind; from here on it is one table change.
+            self.bulk.insert(id);
+            vec![Change::ManyRows { db: m.db.clone(), table: m.table.clone() }]
+        } else {
+            match m.schema.as_ref().and_then(|s| decode_rows(&re, m, s).ok()) {
+                Some(rows) => {
+                    *seen += rows.len();
+                    let schema = m.schema.clone().expect("decoded with a schema");
+                    vec![Change::Rows { db: m.db.clone(), table: m.table.clone(), schema, rows }]
+                }
+                None => vec![table],
             }
-            None => vec![table],
         };
         // InnoDB applies ON UPDATE/DELETE actions without logging them.
         if !matches!(re, RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_)) {

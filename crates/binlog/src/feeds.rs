@@ -31,6 +31,9 @@ use parking_lot::{Mutex, RwLock};
 pub const RECHECK: Duration = Duration::from_millis(50);
 /// Row changes waiting for their recheck, at most (beyond, rechecks are dropped and counted).
 const RECHECK_QUEUE: usize = 65_536;
+/// Row images of one table in one transaction past which the follower reports the rest as
+/// one `Change::ManyRows`, unless a subscriber needs every row (see [`Feeds::subscribe`]).
+pub const BULK_ROWS: usize = 10_000;
 
 /// Which delivery of a change a sink is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +55,8 @@ pub struct Feed {
     /// Each sink, and whether it wants rechecks.
     sinks: RwLock<Vec<(Sink, bool)>>,
     connected: AtomicBool,
+    /// A subscriber needs every row image (no `ManyRows`).
+    every_row: AtomicBool,
     /// The recheck queue (started with the first sink that wants rechecks; a channel that
     /// grows on demand, bounded by `waiting`).
     recheck: Mutex<Option<Sender<(Instant, Change)>>>,
@@ -64,6 +69,11 @@ pub struct Feed {
 }
 
 impl Feed {
+    /// How far behind the server's binlog head the follower is, in ms (`Follower::lag_ms`).
+    pub fn lag_ms(&self) -> u64 {
+        self.follower.get().map_or(u64::MAX, Follower::lag_ms)
+    }
+
     /// The follower's counters.
     pub fn stats(&self) -> crate::Stats {
         self.follower.get().map(Follower::stats).unwrap_or_default()
@@ -81,7 +91,7 @@ impl Feed {
         for (s, _) in sinks.iter() {
             s(&change, Pass::First);
         }
-        if matches!(change, Change::Rows { .. }) && sinks.iter().any(|(_, r)| *r) {
+        if matches!(change, Change::Rows { .. } | Change::ManyRows { .. }) && sinks.iter().any(|(_, r)| *r) {
             if self.waiting.load(Ordering::Relaxed) >= RECHECK_QUEUE {
                 if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                     log::warn!(
@@ -145,12 +155,20 @@ impl Feeds {
 
     /// Adds `sink` to the follower of `config.backend`, starting one if there is none yet
     /// (`who` names the subscriber in the log line that says the connection is shared);
-    /// with `recheck`, row changes come a second time (see the module documentation).
-    pub fn subscribe(&self, config: crate::Config, who: &str, recheck: bool, sink: Sink) -> Arc<Feed> {
+    /// with `recheck`, row changes come a second time (see the module documentation). With
+    /// `every_row` the follower reports every row image, however many one transaction
+    /// changes; without (on every subscriber), past [`BULK_ROWS`] of one table it reports
+    /// `Change::ManyRows` and skips the rest, which keeps it close to the head.
+    pub fn subscribe(&self, config: crate::Config, who: &str, recheck: bool, every_row: bool, sink: Sink) -> Arc<Feed> {
         let key = config.backend.to_ascii_lowercase();
         let mut feeds = self.feeds.lock();
         if let Some(feed) = feeds.get(&key) {
             log::info!("binlog of {}: {who} shares the replica connection already open", feed.backend);
+            if every_row && !feed.every_row.swap(true, Ordering::Relaxed) {
+                if let Some(f) = feed.follower.get() {
+                    f.set_bulk_rows(0);
+                }
+            }
             if recheck {
                 feed.start_rechecks();
             }
@@ -166,6 +184,7 @@ impl Feeds {
             follower: OnceLock::new(),
             sinks: RwLock::new(vec![(sink, recheck)]),
             connected: AtomicBool::new(false),
+            every_row: AtomicBool::new(every_row),
             recheck: Mutex::new(None),
             waiting: AtomicUsize::new(0),
             rechecks: AtomicU64::new(0),
@@ -180,15 +199,16 @@ impl Feeds {
                 feed.deliver(change);
             }
         });
+        follower.set_bulk_rows(if every_row { 0 } else { BULK_ROWS });
         let _ = feed.follower.set(follower);
         feeds.insert(key, feed.clone());
         feed
     }
 
     /// The `binlog_*` figures: `binlog_feeds` (replica connections open), then, over them,
-    /// `binlog_connected` (1 when every stream flows), `binlog_lag_ms` (the largest),
-    /// `binlog_events`, `binlog_reconnects`, `binlog_rechecks` and `binlog_rechecks_dropped`
-    /// (sums). Nothing without a follower.
+    /// `binlog_connected` (1 when every stream flows), `binlog_lag_ms` (the largest distance
+    /// to the binlog head), `binlog_events`, `binlog_reconnects`, `binlog_head_probes`,
+    /// `binlog_head_probe_failures`, `binlog_rechecks` and `binlog_rechecks_dropped` (sums). Nothing without a follower.
     pub fn write_stats(&self, sink: &mut dyn StatSink) {
         let feeds: Vec<Arc<Feed>> = self.feeds.lock().values().cloned().collect();
         if feeds.is_empty() {
@@ -201,6 +221,9 @@ impl Feeds {
         sink.stat("binlog_lag_ms", Kind::Gauge, &stats.iter().map(|s| s.lag_ms).max().unwrap_or(0));
         sink.stat("binlog_events", Kind::Counter, &stats.iter().map(|s| s.events).sum::<u64>());
         sink.stat("binlog_reconnects", Kind::Counter, &stats.iter().map(|s| s.reconnects).sum::<u64>());
+        sink.stat("binlog_head_probes", Kind::Counter, &stats.iter().map(|s| s.head_probes).sum::<u64>());
+        let failures = stats.iter().map(|s| s.head_probe_failures).sum::<u64>();
+        sink.stat("binlog_head_probe_failures", Kind::Counter, &failures);
         sink.stat("binlog_rechecks", Kind::Counter, &sum(|f| &f.rechecks));
         sink.stat("binlog_rechecks_dropped", Kind::Counter, &sum(|f| &f.rechecks_dropped));
     }

@@ -27,10 +27,13 @@ mod ddl;
 mod decode;
 pub mod feeds;
 mod follower;
+pub mod fresh;
+mod head;
 mod meta;
 mod session;
 mod template;
 
 pub use change::{Change, TableSchema, Value};
 pub use follower::{Config, Follower, Position, Stats};
+pub use head::PROBE;
 pub use template::{KeyTemplate, KEY_MAX};

@@ -66,22 +66,30 @@ fn opts(cfg: &Config) -> Result<Opts, String> {
         .into())
 }
 
-/// Runs until `stop` turns true.
-pub(crate) async fn run(cfg: Config, sink: impl Fn(Change), shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+/// Runs until `stop` turns true: the replication stream, and beside it the probe of the
+/// binlog's head (`head.rs`).
+pub(crate) async fn run(cfg: Config, sink: impl Fn(Change), shared: Arc<Shared>, stop: watch::Receiver<bool>) {
     let opts = match opts(&cfg) {
         Ok(o) => o,
         Err(e) => return sink(Change::Disconnected { reason: e }),
     };
+    let probe = crate::head::probe(opts.clone(), cfg.backend.clone(), &shared.head, stop.clone());
+    tokio::join!(follow(&cfg, &opts, sink, &shared, stop), probe);
+}
+
+/// The replication stream, reconnecting with backoff, until `stop` turns true.
+async fn follow(cfg: &Config, opts: &Opts, sink: impl Fn(Change), shared: &Shared, mut stop: watch::Receiver<bool>) {
     let mut state = State { resume: cfg.start.clone(), connected: false, ever_connected: false, reported_down: false };
     let mut backoff = Duration::from_millis(50);
     loop {
         let end = tokio::select! {
-            end = session(&cfg, &opts, &mut state, &sink, &shared) => end,
+            end = session(cfg, opts, &mut state, &sink, shared) => end,
             _ = stop.wait_for(|s| *s) => return,
         };
         let reason = match end {
             End::Gap(reason) => {
                 state.resume = None;
+                shared.head.restart();
                 sink(Change::All { reason: format!("binlog gap: {reason}") });
                 continue;
             }
@@ -144,6 +152,7 @@ async fn session(cfg: &Config, opts: &Opts, state: &mut State, sink: &impl Fn(Ch
         Err(e) => return End::NotStarted(e.to_string()),
     };
     let mut decoder = Decoder::new(Meta::new(opts.clone()));
+    shared.head.read_to(&start);
     let mut pos = start;
     loop {
         let ev = match tokio::time::timeout(SILENCE, stream.next()).await {
@@ -172,11 +181,10 @@ async fn session(cfg: &Config, opts: &Opts, state: &mut State, sink: &impl Fn(Ch
         }
         let header = ev.header();
         if header.event_type_raw() == EventType::HEARTBEAT_EVENT as u8 {
-            shared.lag_ms.store(0, Relaxed);
             continue;
         }
         shared.events.fetch_add(1, Relaxed);
-        let d = decoder.event(&ev).await;
+        let d = decoder.event(&ev, shared.bulk_rows.load(Relaxed)).await;
         for c in d.changes {
             sink(c);
         }
@@ -185,16 +193,13 @@ async fn session(cfg: &Config, opts: &Opts, state: &mut State, sink: &impl Fn(Ch
         } else if header.log_pos() != 0 {
             pos.pos = header.log_pos() as u64;
         }
-        if header.timestamp() != 0 {
-            // Timestamps have a one-second resolution: count only whole seconds behind.
-            let lag = now_ms().saturating_sub(header.timestamp() as u64 * 1000 + 999);
-            shared.lag_ms.store(lag, Relaxed);
-        }
         if d.boundary {
             state.resume = Some(pos.clone());
             *shared.resume.lock().unwrap_or_else(|e| e.into_inner()) = Some(pos.clone());
         }
         *shared.position.lock().unwrap_or_else(|e| e.into_inner()) = Some(pos.clone());
+        // Every change before `pos` has been handed to the sinks.
+        shared.head.read_to(&pos);
     }
 }
 

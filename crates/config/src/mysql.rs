@@ -46,6 +46,9 @@ pub struct MysqlConfig {
     pub cache_type: CacheType,
     /// `--query-cache-in-transactions never|read-only|until-write`.
     pub in_transactions: querycache::config::InTransactions,
+    /// `--query-cache-max-lag MS`: answer from the cache only while the binlog follower is
+    /// at most this far behind the backend's binlog head (0: no bound).
+    pub max_lag_ms: u64,
     /// A `--query-cache-*` flag was given (they need `--mysql-listen`).
     pub cache_flags_given: bool,
     /// `--mysql-connect-timeout SECS`: the whole login must be done within it (MariaDB's
@@ -76,6 +79,7 @@ impl Default for MysqlConfig {
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
             in_transactions: querycache::config::InTransactions::ReadOnly,
+            max_lag_ms: 100,
             cache_flags_given: false,
             connect_timeout: std::time::Duration::from_secs(10),
             net_read_timeout: std::time::Duration::from_secs(30),
@@ -98,6 +102,7 @@ pub const FLAGS: &[&str] = &[
     "query-cache-limit",
     "query-cache-type",
     "query-cache-in-transactions",
+    "query-cache-max-lag",
     "mysql-connect-timeout",
     "mysql-net-read-timeout",
     "mysql-tls-cert",
@@ -149,6 +154,13 @@ impl MysqlConfig {
                 self.in_transactions = querycache::config::InTransactions::parse(v).ok_or_else(|| {
                     format!("--query-cache-in-transactions must be never, read-only or until-write, not '{v}'")
                 })?
+            }
+            "query-cache-max-lag" => {
+                self.max_lag_ms = v
+                    .parse()
+                    .ok()
+                    .filter(|ms| *ms <= 3_600_000)
+                    .ok_or(format!("--query-cache-max-lag must be between 0 and 3600000 ms, not '{v}'"))?
             }
             "query-cache-size" => self.cache_size = size(v)?,
             "query-cache-limit" => self.cache_limit = size(v)?,
@@ -257,6 +269,9 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
                           transactions started START TRANSACTION READ ONLY) or until-write
                           (reads before the transaction's first write); a cached answer is
                           the latest committed state (READ COMMITTED for that statement)
+--query-cache-max-lag=<ms> answer from the cache only while the binlog follower is at
+                          most ms behind the backend's binlog head, else from the backend
+                          until it catches up (default: 100; 0: no bound)
 "#;
 
 #[cfg(test)]
@@ -281,5 +296,10 @@ mod tests {
         assert!(lone.validate(false).unwrap_err().contains("--mysql-listen"), "a cache setting without the proxy");
         c.set("query-cache-limit", "32m").unwrap();
         assert!(c.validate(false).is_err());
+        assert_eq!(MysqlConfig::default().max_lag_ms, 100);
+        c.set("query-cache-max-lag", "250").unwrap();
+        assert_eq!(c.max_lag_ms, 250);
+        assert!(c.set("query-cache-max-lag", "-1").unwrap_err().contains("between 0 and"));
+        assert!(c.set("query-cache-max-lag", "1s").is_err());
     }
 }

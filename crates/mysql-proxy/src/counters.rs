@@ -106,6 +106,7 @@ pub fn write_cache(qc: &querycache::QueryCache, sink: &mut dyn StatSink) {
     sink.stat("Qcache_invalidations_all", Kind::Counter, &s.invalidations_all);
     sink.stat("Qcache_fills_refused", Kind::Counter, &s.fills_refused);
     sink.stat("Qcache_shared_misses", Kind::Counter, &s.shared_misses);
+    sink.stat("Qcache_lag_bypasses", Kind::Counter, &s.lag_bypasses);
     sink.stat("Qcache_online", Kind::Gauge, &u64::from(s.online));
     sink.stat("Qcache_bytes", Kind::Gauge, &s.bytes);
 }

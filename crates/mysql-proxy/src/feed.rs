@@ -28,7 +28,9 @@ pub fn action(change: &Change, qc: &QueryCache) -> Action {
         Change::Rows { db, table, schema, rows } => {
             Action::Invalidate(qc.rows_changed(db, table, &schema.columns, rows, |r, i| param(r.get(i))))
         }
-        Change::Table { db, table } => Action::Invalidate(Invalidation::Table { db: db.clone(), table: table.clone() }),
+        Change::Table { db, table } | Change::ManyRows { db, table } => {
+            Action::Invalidate(Invalidation::Table { db: db.clone(), table: table.clone() })
+        }
         Change::Database { db } => Action::Invalidate(Invalidation::Database { db: db.clone() }),
         Change::All { .. } => Action::Invalidate(Invalidation::All),
         Change::Disconnected { .. } => Action::Online(false),
@@ -88,7 +90,7 @@ fn apply(qc: &QueryCache, change: &Change, action: Action) {
             qc.set_online(on);
         }
         Action::Invalidate(inv) => {
-            if !matches!(change, Change::Rows { .. }) {
+            if !matches!(change, Change::Rows { .. } | Change::ManyRows { .. }) {
                 // DDL (or a statement the binlog does not detail): triggers, foreign
                 // keys or functions may have changed.
                 qc.schema().effects_changed();

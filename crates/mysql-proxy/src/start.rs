@@ -49,7 +49,14 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Que
     crate::metadata::spawn(cache.clone(), opts.into())?;
     let sink = crate::feed::sink(cache.clone(), backend.clone());
     let config = binlog::Config { backend, user, password, server_id: cfg.server_id(), start: None };
-    feeds.subscribe(config, "the query cache", true, sink);
+    let feed = feeds.subscribe(config, "the query cache", true, false, sink);
+    if cfg.max_lag_ms == 0 {
+        log::warn!(
+            "mysql proxy: --query-cache-max-lag 0: cached results are served however far the binlog follower is behind"
+        );
+    }
+    let fresh = binlog::fresh::Freshness::new(Arc::downgrade(&feed), cfg.max_lag_ms, "the query cache");
+    cache.set_freshness(Box::new(move || fresh.fresh()));
     Ok(Some(cache))
 }
 

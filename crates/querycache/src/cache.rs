@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use engine::{Engine, EngineConfig, Item, Receipt};
 use parking_lot::Mutex;
@@ -42,7 +42,14 @@ pub struct QueryCache {
     dialect: parking_lot::RwLock<Dialect>,
     /// Per-statement figures (`stats queries`).
     pub(crate) digests: crate::digests::Digests,
+    /// Whether the feed that keeps the cache fresh is close enough to the backend to
+    /// answer from memory (see [`QueryCache::set_freshness`]); unset: always.
+    fresh: OnceLock<Freshness>,
 }
+
+/// "May a read be answered from memory now?" (the binlog follower's distance to the head
+/// against `--query-cache-max-lag`).
+pub type Freshness = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// What `begin_fill` decided.
 pub enum FillStart {
@@ -104,6 +111,7 @@ impl QueryCache {
             flights: (0..FLIGHT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             dialect: parking_lot::RwLock::new(Dialect::default()),
             digests: crate::digests::Digests::default(),
+            fresh: OnceLock::new(),
             cfg,
         }
     }
@@ -183,9 +191,21 @@ impl QueryCache {
         crate::reply::set_txn_status(reply, s.deprecate_eof(), s.in_txn, s.txn_read_only, s.autocommit);
     }
 
+    /// Lookups answer from memory only while `fresh()` says so; otherwise they miss (and
+    /// are counted in `lag_bypasses`), so the read goes to the backend. Fills go on: what
+    /// they store is newer than the follower, and the follower's older changes only drop it.
+    /// Set once (later calls are ignored).
+    pub fn set_freshness(&self, fresh: Freshness) {
+        let _ = self.fresh.set(fresh);
+    }
+
     /// The stored reply for `key` (exact bytes, sequence ids from 1), counting a hit.
     pub fn lookup(&self, key: &Key) -> Option<Vec<u8>> {
         if !self.is_online() {
+            return None;
+        }
+        if self.fresh.get().is_some_and(|f| !f()) {
+            bump(&self.counters.lag_bypasses);
             return None;
         }
         let kb = &key.bytes;
@@ -433,6 +453,7 @@ impl QueryCache {
             invalidations_all: get(&c.invalidations_all),
             fills_refused: get(&c.fills_refused),
             shared_misses: get(&c.shared_misses),
+            lag_bypasses: get(&c.lag_bypasses),
             online: self.is_online(),
             bytes: e.bytes as u64,
         }

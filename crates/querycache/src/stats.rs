@@ -33,6 +33,9 @@ pub struct Stats {
     pub fills_refused: u64,
     /// Misses that waited for an identical in-flight miss instead of querying.
     pub shared_misses: u64,
+    /// Lookups sent to the backend because the binlog follower was further behind the
+    /// backend than `--query-cache-max-lag`.
+    pub lag_bypasses: u64,
     /// Whether lookups and fills are enabled (binlog connected).
     pub online: bool,
     /// Bytes of memory used by results.
@@ -51,6 +54,7 @@ pub(crate) struct Counters {
     pub invalidations_all: AtomicU64,
     pub fills_refused: AtomicU64,
     pub shared_misses: AtomicU64,
+    pub lag_bypasses: AtomicU64,
     /// Invalidations per table.
     pub tables: TableCounts,
 }

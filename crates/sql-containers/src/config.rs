@@ -154,6 +154,9 @@ pub struct OptionsConfig {
     pub w_batch_size: Option<u32>,
     pub bk_commit_interval: Option<u64>,
     pub cache_ttl: Option<u64>,
+    /// `caching` containers on MariaDB/MySQL answer from memory only while the binlog
+    /// follower is at most this many ms behind the binlog head (0: no bound). Default 100.
+    pub max_lag_ms: Option<u64>,
     pub default_container: Option<String>,
     /// Where keys without `@@name` go on a connection that has not bound a container
     /// (server option; the library only carries it). Default `memory`.
@@ -318,6 +321,9 @@ pub struct Options {
     pub bk_commit_interval: Duration,
     /// Default `cache_ttl` (seconds) for containers that do not set one.
     pub cache_ttl: u64,
+    /// `caching` containers answer from memory only while the binlog follower is at most
+    /// this many ms behind the backend's binlog head (0: no bound).
+    pub max_lag_ms: u64,
     /// Where plain keys of an unbound connection go.
     pub plain_keys: PlainKeys,
     /// memcached's `-I` as the server measures items (not in the file: the server sets it).
@@ -333,6 +339,7 @@ impl Default for Options {
             w_batch_size: 1,
             bk_commit_interval: Duration::from_secs(5),
             cache_ttl: 60,
+            max_lag_ms: 100,
             plain_keys: PlainKeys::Memory,
             item_limit: engine::ItemLimit::NONE,
         }
@@ -482,6 +489,7 @@ pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> O
         w_batch_size: file.w_batch_size.unwrap_or(d.w_batch_size).max(1),
         bk_commit_interval: file.bk_commit_interval.map(Duration::from_secs).unwrap_or(d.bk_commit_interval),
         cache_ttl: file.cache_ttl.unwrap_or(d.cache_ttl),
+        max_lag_ms: file.max_lag_ms.unwrap_or(d.max_lag_ms),
         plain_keys: file.plain_keys.unwrap_or(d.plain_keys),
         item_limit: file.item_limit.unwrap_or(d.item_limit),
     }

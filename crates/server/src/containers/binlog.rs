@@ -11,6 +11,8 @@
 //! * Keys are matched byte for byte as the binlog gives them (integers as decimal
 //!   digits): with a case-insensitive key collation a copy cached under another spelling
 //!   of the key still waits for `cache_ttl`.
+//! * While the follower is further behind the binlog head than `max_lag_ms` (default
+//!   100), gets skip the memory copy and read the table (`container_<c>_lag_bypasses`).
 //! * Needs an account with replication rights (REPLICATION SLAVE, BINLOG MONITOR); without
 //!   them the follower keeps retrying and `cache_ttl` remains the only bound.
 
@@ -21,6 +23,7 @@ use engine::Engine;
 use sql_containers::MysqlLogin;
 
 use ::binlog::feeds::{Feeds, Pass};
+use ::binlog::fresh::Freshness;
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {
@@ -68,7 +71,9 @@ pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
                 }
             }
         }
-        Change::Table { db, table } => watched.iter().filter(|w| same(w, db, table)).for_each(flush),
+        Change::Table { db, table } | Change::ManyRows { db, table } => {
+            watched.iter().filter(|w| same(w, db, table)).for_each(flush)
+        }
         Change::Database { db } => watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(flush),
         Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(flush),
         _ => {}
@@ -82,10 +87,11 @@ fn flush(w: &Watched) {
 }
 
 /// Follows the backend's binlog for `watched` (nothing to do if it is empty), on the
-/// server's feed of that backend (shared with the query cache and the invalidation rules).
-pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
+/// server's feed of that backend (shared with the query cache and the invalidation rules);
+/// the freshness rule of `max_lag_ms` on that feed.
+pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds, max_lag_ms: u64) -> Option<Arc<Freshness>> {
     if watched.is_empty() {
-        return;
+        return None;
     }
     let cfg = ::binlog::Config {
         backend: login.address,
@@ -95,5 +101,9 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds) {
         start: None,
     };
     let sink: ::binlog::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
-    feeds.subscribe(cfg, "the caching containers", true, sink);
+    let feed = feeds.subscribe(cfg, "the caching containers", true, false, sink);
+    if max_lag_ms == 0 {
+        log::warn!("containers: max_lag_ms = 0: caching containers serve memory copies however far the binlog follower is behind");
+    }
+    Some(Arc::new(Freshness::new(Arc::downgrade(&feed), max_lag_ms, "the caching containers")))
 }

@@ -7,7 +7,9 @@ use sql_containers::{Container, Row};
 
 use sql_containers::{Reply, Request};
 
+use super::stats::ContainerStats;
 use super::Fail;
+use ::binlog::fresh::Freshness;
 
 /// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
 /// backend cas and absolute exptime (so a hit answers what the table would).
@@ -91,10 +93,25 @@ fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
 /// `caching`: reads from memory first (a miss reads the table and fills memory for at
 /// most `cache_ttl`); writes go to the table first, then drop the memory copy (the next
 /// read refills it); flush empties both.
-pub(crate) async fn caching_op(c: &Container, e: &Engine, op: Request) -> Result<Reply, Fail> {
+///
+/// While the binlog follower is too far behind (`fresh` says so), gets skip memory and read
+/// the table; what they read is newer than the follower, so it still fills memory (the
+/// follower's older changes can only drop it).
+pub(crate) async fn caching_op(
+    c: &Container,
+    e: &Engine,
+    op: Request,
+    fresh: Option<&Freshness>,
+    stats: &ContainerStats,
+) -> Result<Reply, Fail> {
     match op {
         Request::Get { keys, touch: None } => {
-            let mut rows: Vec<Option<Row>> = keys.iter().map(|k| cached(e, k)).collect();
+            let mut rows: Vec<Option<Row>> = if fresh.is_none_or(Freshness::fresh) {
+                keys.iter().map(|k| cached(e, k)).collect()
+            } else {
+                stats.lag_bypassed();
+                vec![None; keys.len()]
+            };
             let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
             if !miss.is_empty() {
                 let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();

@@ -39,6 +39,8 @@ pub struct Sql {
     counters: Vec<Arc<ContainerStats>>,
     /// Whether operations are timed (`--metrics-listen`).
     timing: bool,
+    /// The `caching` containers' freshness rule (`max_lag_ms`; none without a binlog).
+    fresh: Option<Arc<::binlog::fresh::Freshness>>,
 }
 
 /// Where one key goes.
@@ -158,10 +160,11 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
             })
         })
         .collect();
-    if let Some(login) = cfg.backend.mysql_login() {
-        self::binlog::start(login, watched, feeds);
-    }
-    Ok(Sql { set, list, caches, default, counters, timing })
+    let fresh = match cfg.backend.mysql_login() {
+        Some(login) => self::binlog::start(login, watched, feeds, set.options().max_lag_ms),
+        None => None,
+    };
+    Ok(Sql { set, list, caches, default, counters, timing, fresh })
 }
 
 impl Sql {
@@ -317,7 +320,7 @@ impl Sql {
         match (policy, cache) {
             (CachePolicy::Disabled, _) => Err(Fail::Server(format!("operation disabled for container {}", c.name()))),
             (CachePolicy::CacheOnly, Some(e)) => memory_op(e, op),
-            (CachePolicy::Caching, Some(e)) => caching_op(c, e, op).await,
+            (CachePolicy::Caching, Some(e)) => caching_op(c, e, op, self.fresh.as_deref(), &self.counters[i]).await,
             _ => Ok(c.execute(op).await?),
         }
     }

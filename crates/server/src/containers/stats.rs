@@ -6,7 +6,8 @@
 //! `container_<c>_writes` (set family, incr/decr, touch, gat), `container_<c>_deletes`,
 //! `container_<c>_flushes`, `container_<c>_errors` (SERVER_ERROR / CLIENT_ERROR answers),
 //! `container_<c>_invalidations` (memory copies dropped because the binlog showed the row
-//! change, `caching` containers on MariaDB/MySQL), then `containers_backend_commits`, `containers_backend_connects`,
+//! change, `caching` containers on MariaDB/MySQL), `container_<c>_lag_bypasses` (gets that
+//! skipped the memory copy because the binlog follower was further behind than `max_lag_ms`), then `containers_backend_commits`, `containers_backend_connects`,
 //! `containers_backend_errors`, `containers_backend_lost_batches`,
 //! `containers_backend_lost_writes`.
 
@@ -27,6 +28,8 @@ pub struct ContainerStats {
     flushes: AtomicU64,
     errors: AtomicU64,
     invalidations: AtomicU64,
+    /// Gets that skipped the memory copy because the binlog follower was too far behind.
+    lag_bypasses: AtomicU64,
     /// Operation latencies by [`OPS`] (with `--metrics-listen`).
     latency: [Histogram; 4],
 }
@@ -73,6 +76,11 @@ impl ContainerStats {
         bump(&self.invalidations, n);
     }
 
+    /// Count a get that skipped the memory copy (`max_lag_ms`).
+    pub fn lag_bypassed(&self) {
+        bump(&self.lag_bypasses, 1);
+    }
+
     /// Count the time of an operation of kind `op` (an index into [`OPS`]) begun at `t`.
     pub fn timed(&self, op: usize, t: Option<Instant>) {
         if let Some(t) = t {
@@ -86,6 +94,7 @@ impl ContainerStats {
             c.store(0, Ordering::Relaxed);
         }
         self.invalidations.store(0, Ordering::Relaxed);
+        self.lag_bypasses.store(0, Ordering::Relaxed);
         self.latency.iter().for_each(Histogram::reset);
     }
 
@@ -103,6 +112,7 @@ impl ContainerStats {
             ("flush", &self.flushes),
             ("error", &self.errors),
             ("invalidation", &self.invalidations),
+            ("lag_bypass", &self.lag_bypasses),
         ] {
             ops.push(Series::new(l("op", op), Value::Counter(v(c))));
         }
@@ -127,6 +137,7 @@ impl ContainerStats {
             ("flushes", v(&self.flushes)),
             ("errors", v(&self.errors)),
             ("invalidations", v(&self.invalidations)),
+            ("lag_bypasses", v(&self.lag_bypasses)),
         ] {
             out.push((format!("container_{name}_{what}"), n));
         }

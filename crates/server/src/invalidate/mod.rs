@@ -127,7 +127,7 @@ impl Rules {
                     }
                 }
             }
-            Change::Table { db, table } => {
+            Change::Table { db, table } | Change::ManyRows { db, table } => {
                 if let Some(rule) = self.rules.iter().find(|r| r.is(db, table)) {
                     self.table_change(&format!(
                         "table {} changed as a whole (TRUNCATE, DDL or statement-format DML)",
@@ -219,7 +219,7 @@ pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::F
     let sink_rules = rules.clone();
     // No rechecks: the hold already refuses fills made before the commit was visible.
     let sink: binlog::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
-    let feed = feeds.subscribe(config, "the --invalidate rules", false, sink);
+    let feed = feeds.subscribe(config, "the --invalidate rules", false, true, sink);
     if let Some(d) = dir {
         let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));
     }
