@@ -9,18 +9,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::binary::{self, BinaryState};
 use crate::ctx::{Ctx, Flow};
+use crate::rbuf::{self, Idle};
 use crate::shared::{ConnInfo, Shared, WorkerStats};
 use crate::text::{self, TextState};
 use config::Protocol;
 
 /// Read buffer growth step once a connection is busy.
-const READ_CHUNK: usize = 16 * 1024;
-/// What a connection's buffers start at and are given back down to while it has nothing
-/// buffered: idle connections hold a couple of KiB, not two 16 KiB buffers (issue 11: 10,000
-/// idle connections cost ~9.7 KiB each before).
+const READ_CHUNK: usize = crate::rbuf::LENT;
+/// What a TLS connection's own read buffer starts at and is given back down to while it
+/// has nothing buffered (plain connections borrow theirs, see `crate::rbuf`).
 const IDLE_BUF: usize = 2 * 1024;
-/// An output buffer grown past this is shrunk back after use.
-const WRITE_HIGH_WATER: usize = 256 * 1024;
 
 enum Proto {
     Text(TextState),
@@ -28,7 +26,11 @@ enum Proto {
 }
 
 /// Serve one connection until the client leaves, asks to quit, or breaks the protocol.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+///
+/// Buffers: a plain connection waits for input holding none, and borrows its read and
+/// output buffers from its worker (`crate::rbuf`) for as long as it has bytes to answer;
+/// a TLS one keeps a small read buffer of its own.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
     mut sock: S,
     shared: Arc<Shared>,
     worker: Arc<WorkerStats>,
@@ -36,7 +38,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let _closing = Closing(&shared, &info);
     let ctx = Ctx::new(&shared, &worker, &info);
-    let mut rbuf: Vec<u8> = Vec::with_capacity(IDLE_BUF);
+    let mut rbuf: Vec<u8> = if S::LENDS { Vec::new() } else { Vec::with_capacity(IDLE_BUF) };
     let mut out: Vec<u8> = Vec::new();
     let mut proto = match shared.cfg.protocol {
         // With -Y every connection starts with the ASCII authentication exchange.
@@ -53,6 +55,18 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         // boundary (an idle one sees the end of the stream: Shared::drain).
         if shared.shutting_down.load(Ordering::Relaxed) {
             break;
+        }
+        if S::LENDS && rbuf.capacity() == 0 {
+            // Nothing buffered: wait for input without a buffer, then borrow one.
+            let ready = sock.ready();
+            if idle > 0 {
+                if tokio::time::timeout(Duration::from_secs(idle), ready).await.is_err() {
+                    break;
+                }
+            } else {
+                ready.await;
+            }
+            rbuf = rbuf::take();
         }
         if rbuf.capacity() - rbuf.len() < IDLE_BUF / 2 {
             // Busy (a partial request, or a full buffer): grow by chunks.
@@ -72,6 +86,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(n) => n,
         };
         worker.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        if out.capacity() == 0 {
+            out = rbuf::take();
+        }
         info.last_cmd.store(shared.engine.clock().now(), Ordering::Relaxed);
         let p = proto.get_or_insert_with(|| {
             if rbuf[0] == protocol_memcache::binary::REQUEST_MAGIC {
@@ -110,6 +127,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             tokio::task::yield_now().await;
         };
         rbuf.drain(..start);
+        if S::LENDS && rbuf.is_empty() {
+            // Everything read is answered: the buffer goes back before the reply is written
+            // (a slow reader does not hold it).
+            rbuf::give(std::mem::take(&mut rbuf));
+        }
         let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
         settle(&shared, &ctx, failed, &mut out);
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
@@ -118,17 +140,14 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         if matches!(flow, Flow::Close) {
             break;
         }
-        if rbuf.is_empty() && rbuf.capacity() > IDLE_BUF {
+        if !S::LENDS && rbuf.is_empty() && rbuf.capacity() > IDLE_BUF {
             // Everything read was answered: give the grown buffer back before waiting.
             rbuf = Vec::with_capacity(IDLE_BUF);
         } else if rbuf.capacity() > 4 * READ_CHUNK && rbuf.len() < READ_CHUNK {
             rbuf.shrink_to(READ_CHUNK);
         }
-        if out.capacity() > 4 * WRITE_HIGH_WATER {
-            out.shrink_to(READ_CHUNK);
-        } else if out.capacity() > READ_CHUNK {
-            out = Vec::new();
-        }
+        // Written: the output buffer goes back too (a grown one to the allocator).
+        rbuf::give(std::mem::take(&mut out));
     }
     let _ = sock.shutdown().await;
 }

@@ -31,6 +31,7 @@ mod meta;
 mod modes;
 mod pending;
 mod persistence;
+mod rbuf;
 mod route;
 mod sasl;
 pub mod server;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::conn;
-use crate::shared::{ConnInfo, Shared};
+use crate::shared::{ConnInfo, Shared, WorkerStats};
 
 /// An accepted client socket on its way to a worker.
 pub enum Incoming {
@@ -56,35 +56,7 @@ impl Workers {
                                 continue;
                             }
                         };
-                        let shared = shared.clone();
-                        let stats = stats.clone();
-                        tokio::spawn(async move {
-                            match sock {
-                                Incoming::Tcp(s) => {
-                                    let _ = s.set_nodelay(true);
-                                    if s.set_nonblocking(true).is_ok() {
-                                        if let Ok(s) = tokio::net::TcpStream::from_std(s) {
-                                            conn::serve(s, shared.clone(), stats, info).await;
-                                        }
-                                    }
-                                }
-                                Incoming::Tls(s) => {
-                                    let _ = s.set_nodelay(true);
-                                    if let Some(s) = tls_handshake(s, &shared).await {
-                                        conn::serve(s, shared.clone(), stats, info).await;
-                                    }
-                                }
-                                Incoming::Unix(s) => {
-                                    if s.set_nonblocking(true).is_ok() {
-                                        if let Ok(s) = tokio::net::UnixStream::from_std(s) {
-                                            conn::serve(s, shared.clone(), stats, info).await;
-                                        }
-                                    }
-                                }
-                            }
-                            shared.conns.lock().remove(&id);
-                            shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                        });
+                        start(sock, shared.clone(), stats.clone(), info, id);
                     }
                 });
             })?;
@@ -116,6 +88,52 @@ impl Workers {
     pub fn dispatch_task(&self, task: Task) {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
         let _ = self.senders[i].send(Work::Task(task));
+    }
+}
+
+/// Spawns the task serving one connection. Each kind is its own task: a task is as large
+/// as its future, and one future for the three kinds would make every plain connection
+/// carry the room of a TLS one (issue 11: idle connections' memory).
+fn start(sock: Incoming, shared: Arc<Shared>, stats: Arc<WorkerStats>, info: Arc<ConnInfo>, id: u64) {
+    let gone = Gone(shared.clone(), id);
+    match sock {
+        Incoming::Tcp(s) => {
+            tokio::spawn(async move {
+                let _ = s.set_nodelay(true);
+                if s.set_nonblocking(true).is_ok() {
+                    if let Ok(s) = tokio::net::TcpStream::from_std(s) {
+                        conn::serve(s, gone.0.clone(), stats, info).await;
+                    }
+                }
+            });
+        }
+        Incoming::Tls(s) => {
+            tokio::spawn(async move {
+                let _ = s.set_nodelay(true);
+                if let Some(s) = tls_handshake(s, &gone.0).await {
+                    conn::serve(s, gone.0.clone(), stats, info).await;
+                }
+            });
+        }
+        Incoming::Unix(s) => {
+            tokio::spawn(async move {
+                if s.set_nonblocking(true).is_ok() {
+                    if let Ok(s) = tokio::net::UnixStream::from_std(s) {
+                        conn::serve(s, gone.0.clone(), stats, info).await;
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Takes a connection out of the server's table when its task ends, by any path.
+struct Gone(Arc<Shared>, u64);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.conns.lock().remove(&self.1);
+        self.0.curr_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
