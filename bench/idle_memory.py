@@ -162,7 +162,8 @@ def main():
     opt = ap.parse_args()
     counts = [int(c) for c in opt.counts.split()]
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    want = 2 * max(counts) + 2000
+    pcounts = [int(c) for c in opt.proxy_counts.split()]
+    want = max(2 * max(counts), 0 if opt.no_proxy else 3 * max(pcounts)) + 2000
     limit = want if hard == resource.RLIM_INFINITY else min(want, hard)
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, max(limit, hard) if hard != resource.RLIM_INFINITY else hard))
@@ -189,7 +190,6 @@ def main():
     from harness.mariadb import start_mariadb
 
     with start_mariadb() as db:
-        pcounts = [int(c) for c in opt.proxy_counts.split()]
         db.sql(f"SET GLOBAL max_connections = {max(pcounts) + 500};")
         for n in pcounts:
             got = []

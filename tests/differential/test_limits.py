@@ -241,3 +241,39 @@ def test_memory_limit_evicts_oldest_without_M(pair_factory):
     ref, got = dict(p.mc.stats()), dict(p.sq.stats())
     assert int(got["evictions"]) > 0, got.get("evictions")
     assert ref["limit_maxbytes"] == got["limit_maxbytes"]
+
+
+def _start_under_nofile(argv, hard):
+    """Run argv with RLIMIT_NOFILE soft = hard = `hard` for 1.5 s: (exit status or None if
+    still running, stderr)."""
+    import resource
+    import subprocess
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    p = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=limit)
+    try:
+        p.wait(1.5)
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        p.wait()
+        return None, p.stderr.read().decode()
+    return p.returncode, p.stderr.read().decode()
+
+
+def test_conn_limit_above_the_open_files_limit_is_memcached_s_error():
+    """-c above what RLIMIT_NOFILE allows: memcached raises its limit at start and, when it
+    cannot, prints its error and exits 71 (EX_OSERR); sqlcached does the same, and runs
+    when -c fits (raising the soft limit as needed)."""
+    from harness.servers import free_port, memcached_argv, sqlcached_argv
+
+    line = "failed to set rlimit for open files. Try starting as root or requesting smaller maxconns value."
+    for argv in (memcached_argv, sqlcached_argv):
+        port = free_port()
+        code, err = _start_under_nofile(argv(port, "-c", "100000"), 512)
+        if code is None and os.geteuid() == 0:
+            pytest.skip("running as root with CAP_SYS_RESOURCE: the hard limit can be raised")
+        assert (code, line in err) == (71, True), (argv(port), code, err)
+        code, err = _start_under_nofile(argv(free_port(), "-c", "400"), 512)
+        assert code is None, (argv(port), code, err)

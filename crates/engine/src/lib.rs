@@ -16,6 +16,7 @@
 //! - [`stats`]: counters with memcached's names.
 //! - [`latency`]: lock-free latency histograms for the metrics endpoint.
 
+pub mod bufpool;
 pub mod clock;
 pub mod config;
 pub mod eviction;

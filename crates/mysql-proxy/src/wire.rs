@@ -20,6 +20,11 @@ pub const MAX_MESSAGE: usize = 1 << 30;
 pub const MAX_LOGIN_MESSAGE: usize = 128 * 1024;
 
 /// A connection (TCP, or TLS over it) and the bytes read from it but not consumed yet.
+///
+/// A plain TCP connection holds no buffer while it has nothing buffered: it waits for
+/// input without one, borrows one from its worker thread when bytes arrive and gives it
+/// back once they are consumed (`engine::bufpool`; issue 11: an idle proxied client and its
+/// backend connection held ~11 KiB). A TLS one keeps its buffer (rustls reads the socket).
 pub struct Wire {
     /// The transport.
     pub sock: Stream,
@@ -34,13 +39,7 @@ pub struct Wire {
 impl Wire {
     /// Wraps a connected socket.
     pub fn new(sock: TcpStream) -> Wire {
-        Wire {
-            sock: Stream::Plain(sock),
-            buf: Vec::with_capacity(16 * 1024),
-            start: 0,
-            limit: MAX_MESSAGE,
-            read_timeout: None,
-        }
+        Wire { sock: Stream::Plain(sock), buf: Vec::new(), start: 0, limit: MAX_MESSAGE, read_timeout: None }
     }
 
     /// The server side of a client's TLS handshake, after its SSLRequest; bytes of the
@@ -93,7 +92,11 @@ impl Wire {
     pub fn consume(&mut self, n: usize) {
         self.start += n;
         if self.start == self.buf.len() {
-            self.buf.clear();
+            if matches!(self.sock, Stream::Plain(_)) {
+                engine::bufpool::give(std::mem::take(&mut self.buf));
+            } else {
+                self.buf.clear();
+            }
             self.start = 0;
         }
     }
@@ -104,8 +107,15 @@ impl Wire {
             self.buf.drain(..self.start);
             self.start = 0;
         }
+        if self.buf.capacity() == 0 {
+            if let Stream::Plain(tcp) = &self.sock {
+                // Nothing buffered: wait for input without a buffer, then borrow one.
+                tcp.readable().await?;
+            }
+            self.buf = engine::bufpool::take();
+        }
         if self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.reserve(self.buf.capacity().max(16 * 1024));
+            self.buf.reserve(self.buf.capacity().max(engine::bufpool::LENT));
         }
         if self.sock.read_buf(&mut self.buf).await? == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());

@@ -35,7 +35,8 @@ fn run(cfg: Config) -> Result<(), (String, i32)> {
     let daemon = if cfg.daemonize { Some(unix::daemonize().map_err(os)?) } else { None };
     logging::init(cfg.verbose, cfg.log_format);
     block_signals();
-    unix::apply_process_options(&cfg).map_err(os)?;
+    // Its one error is memcached's own line (too many -c for the open-files limit).
+    unix::apply_process_options(&cfg).map_err(|e| (e.to_string(), 71))?;
     let server = Server::start(cfg.clone()).map_err(|e| (e.message, e.code))?;
     // Everything is bound: privileges can go.
     unix::drop_privileges(&cfg).map_err(os)?;

@@ -4,8 +4,52 @@ use std::ffi::CString;
 
 use config::Config;
 
-/// Apply `-k` (lock memory) and `-r` (core dumps) at start.
+/// Descriptors kept beyond the connections: listeners, data files, the binlog
+/// connections, container pools, logs.
+const SPARE_FILES: u64 = 64;
+
+/// Make room for `-c` connections in the open-files limit, as memcached does at start:
+/// the soft limit is raised to `-c` (twice with `--mysql-listen`: each proxied client has a
+/// backend connection) plus some spare. If even `-c` does not fit under the hard limit,
+/// memcached's error and exit; if only the spare or the proxy's share does not, a warning.
+fn fit_open_files(cfg: &Config) -> std::io::Result<()> {
+    let conns = cfg.max_connections as u64;
+    let want = conns * if cfg.mysql.listen.is_some() { 2 } else { 1 } + SPARE_FILES;
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit fills a valid struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Err(std::io::Error::other("failed to getrlimit number of files"));
+    }
+    if rl.rlim_cur >= want {
+        return Ok(());
+    }
+    let set = |cur: u64, max: u64| {
+        let rl = libc::rlimit { rlim_cur: cur, rlim_max: max };
+        // SAFETY: setrlimit with a valid struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) == 0 }
+    };
+    // Raising the hard limit needs root (CAP_SYS_RESOURCE); the soft one does not.
+    if set(want, rl.rlim_max.max(want)) || (want <= rl.rlim_max && set(want, rl.rlim_max)) {
+        return Ok(());
+    }
+    if conns > rl.rlim_max {
+        return Err(std::io::Error::other(
+            "failed to set rlimit for open files. Try starting as root or requesting smaller maxconns value.",
+        ));
+    }
+    set(rl.rlim_max, rl.rlim_max);
+    log::warn!(
+        "open files limited to {} (hard limit): -c {conns}{} wants {want}; connections beyond it are refused \
+         (raise the limit: ulimit -n, systemd LimitNOFILE=)",
+        rl.rlim_max,
+        if cfg.mysql.listen.is_some() { " with the MySQL proxy (2 per client)" } else { "" }
+    );
+    Ok(())
+}
+
+/// Apply the open-files limit for `-c`, `-k` (lock memory) and `-r` (core dumps) at start.
 pub fn apply_process_options(cfg: &Config) -> std::io::Result<()> {
+    fit_open_files(cfg)?;
     if cfg.enable_coredumps {
         let rl = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
         // SAFETY: setrlimit with a valid struct.
