@@ -16,7 +16,7 @@
 //! last probe that did, minus one period, is lag ("not looked at the head for that long").
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
@@ -119,10 +119,18 @@ impl Head {
 }
 
 /// Asks the server where its binlog ends every [`PROBE`] (on its own connection, reopened
-/// with backoff when it breaks) until `stop`; a failure is logged once per outage.
-pub(crate) async fn probe(opts: Opts, backend: String, head: &Head, mut stop: watch::Receiver<bool>) {
+/// with backoff when it breaks) until `stop`. A failure is logged once per outage, and only
+/// while the replication stream flows (`streaming`): when both fail for one cause (the
+/// server is down, the account is refused) the stream's own message says it.
+pub(crate) async fn probe(
+    opts: Opts,
+    backend: String,
+    head: &Head,
+    streaming: &AtomicBool,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut conn: Option<Conn> = None;
-    let mut failing: Option<String> = None;
+    let mut logged: Option<String> = None;
     let mut tick = tokio::time::interval(PROBE);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -137,20 +145,20 @@ pub(crate) async fn probe(opts: Opts, backend: String, head: &Head, mut stop: wa
         });
         match got {
             Ok(pos) => {
-                if failing.take().is_some() {
+                if logged.take().is_some() {
                     log::info!("binlog of {backend}: the binlog head is known again");
                 }
                 head.probed(pos, sent);
             }
             Err(e) => {
                 head.probe_failures.fetch_add(1, Relaxed);
-                if failing.as_deref() != Some(e.as_str()) {
+                if streaming.load(Relaxed) && logged.as_deref() != Some(e.as_str()) {
                     log::warn!(
                         "binlog of {backend}: cannot ask where the binlog ends ({e}): the follower's distance to \
                          the head is unknown and counts as lag (binlog_lag_ms) until it can"
                     );
+                    logged = Some(e);
                 }
-                failing = Some(e);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                     _ = stop.wait_for(|s| *s) => return,

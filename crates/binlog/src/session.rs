@@ -73,7 +73,7 @@ pub(crate) async fn run(cfg: Config, sink: impl Fn(Change), shared: Arc<Shared>,
         Ok(o) => o,
         Err(e) => return sink(Change::Disconnected { reason: e }),
     };
-    let probe = crate::head::probe(opts.clone(), cfg.backend.clone(), &shared.head, stop.clone());
+    let probe = crate::head::probe(opts.clone(), cfg.backend.clone(), &shared.head, &shared.connected, stop.clone());
     tokio::join!(follow(&cfg, &opts, sink, &shared, stop), probe);
 }
 
