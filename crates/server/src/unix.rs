@@ -29,7 +29,7 @@ fn fit_open_files(cfg: &Config) -> std::io::Result<()> {
         unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) == 0 }
     };
     // Raising the hard limit needs root (CAP_SYS_RESOURCE); the soft one does not.
-    if set(want, rl.rlim_max.max(want)) || (want <= rl.rlim_max && set(want, rl.rlim_max)) {
+    if set(want, rl.rlim_max.max(want)) {
         return Ok(());
     }
     if conns > rl.rlim_max {
