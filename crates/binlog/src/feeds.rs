@@ -74,6 +74,11 @@ impl Feed {
         self.follower.get().map_or(u64::MAX, Follower::lag_ms)
     }
 
+    /// Its follower (set when the feed is created).
+    pub(crate) fn follower(&self) -> Option<&Follower> {
+        self.follower.get()
+    }
+
     /// The follower's counters.
     pub fn stats(&self) -> crate::Stats {
         self.follower.get().map(Follower::stats).unwrap_or_default()

@@ -78,6 +78,19 @@ pub(crate) struct Shared {
     pub(crate) resume: Mutex<Option<Position>>,
 }
 
+impl Shared {
+    /// See [`Follower::lag_ms`]: the distance to the head, or the time since the stream broke.
+    pub(crate) fn lag_ms(&self) -> u64 {
+        let now = now_ms();
+        let mut lag = self.head.lag_ms(now);
+        let broken = self.broken_at_ms.load(Relaxed);
+        if !self.connected.load(Relaxed) && broken != 0 {
+            lag = lag.max(now.saturating_sub(broken));
+        }
+        lag
+    }
+}
+
 /// Now, in ms since the unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
@@ -115,14 +128,13 @@ impl Follower {
     /// How far behind the server's binlog head the follower is now, in ms (cheap: two
     /// atomic loads and the clock; what `--query-cache-max-lag` compares).
     pub fn lag_ms(&self) -> u64 {
-        let sh = &self.shared;
-        let now = now_ms();
-        let mut lag = sh.head.lag_ms(now);
-        let broken = sh.broken_at_ms.load(Relaxed);
-        if !sh.connected.load(Relaxed) && broken != 0 {
-            lag = lag.max(now.saturating_sub(broken));
-        }
-        lag
+        self.shared.lag_ms()
+    }
+
+    /// The follower's shared state (for `fresh.rs`, which reads the lag on hot paths
+    /// without going through the feed).
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// From now on, a transaction's row events of one table past `rows` row images are

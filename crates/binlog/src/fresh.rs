@@ -5,13 +5,18 @@
 //! [`Freshness`]: its bound, and a log line when it starts and stops bypassing.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Weak;
+use std::sync::Arc;
 
 use crate::feeds::Feed;
+use crate::follower::Shared;
 
 /// One cache's rule "answer from memory only while the follower is close to the head".
 pub struct Freshness {
-    feed: Weak<Feed>,
+    /// The follower's state (not the feed: no reference count taken per read, and no
+    /// cycle through the feed's sinks, which hold the caches); None: no follower.
+    follower: Option<Arc<Shared>>,
+    /// The backend, for log lines.
+    backend: String,
     max_ms: u64,
     who: &'static str,
     /// Bypassing now (for the log lines).
@@ -22,8 +27,15 @@ pub struct Freshness {
 
 impl Freshness {
     /// The rule for `who` (a name for log lines) on `feed`'s follower; `max_ms` 0: no bound.
-    pub fn new(feed: Weak<Feed>, max_ms: u64, who: &'static str) -> Freshness {
-        Freshness { feed, max_ms, who, lagging: AtomicBool::new(false), episode: AtomicU64::new(0) }
+    pub fn new(feed: &Feed, max_ms: u64, who: &'static str) -> Freshness {
+        Freshness {
+            follower: feed.follower().map(|f| f.shared()),
+            backend: feed.backend.clone(),
+            max_ms,
+            who,
+            lagging: AtomicBool::new(false),
+            episode: AtomicU64::new(0),
+        }
     }
 
     /// The bound in ms (0: none).
@@ -36,8 +48,8 @@ impl Freshness {
         if self.max_ms == 0 {
             return true;
         }
-        let Some(feed) = self.feed.upgrade() else { return false };
-        let lag = feed.lag_ms();
+        let Some(follower) = &self.follower else { return false };
+        let lag = follower.lag_ms();
         let fresh = lag <= self.max_ms;
         if !fresh {
             self.episode.fetch_add(1, Relaxed);
@@ -49,14 +61,14 @@ impl Freshness {
                 log::info!(
                     "binlog of {}: the follower caught up with the binlog head; {} answers from memory again \
                      ({n} reads went to the backend meanwhile)",
-                    feed.backend,
+                    self.backend,
                     self.who
                 );
             } else {
                 log::warn!(
                     "binlog of {}: the follower is {lag} ms behind the binlog head (bound {} ms): {} sends reads \
                      to the backend until it catches up",
-                    feed.backend,
+                    self.backend,
                     self.max_ms,
                     self.who
                 );

@@ -55,7 +55,7 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Que
             "mysql proxy: --query-cache-max-lag 0: cached results are served however far the binlog follower is behind"
         );
     }
-    let fresh = binlog::fresh::Freshness::new(Arc::downgrade(&feed), cfg.max_lag_ms, "the query cache");
+    let fresh = binlog::fresh::Freshness::new(&feed, cfg.max_lag_ms, "the query cache");
     cache.set_freshness(Box::new(move || fresh.fresh()));
     Ok(Some(cache))
 }

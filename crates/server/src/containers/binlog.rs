@@ -105,5 +105,5 @@ pub fn start(login: MysqlLogin, watched: Vec<Watched>, feeds: &Feeds, max_lag_ms
     if max_lag_ms == 0 {
         log::warn!("containers: max_lag_ms = 0: caching containers serve memory copies however far the binlog follower is behind");
     }
-    Some(Arc::new(Freshness::new(Arc::downgrade(&feed), max_lag_ms, "the caching containers")))
+    Some(Arc::new(Freshness::new(&feed, max_lag_ms, "the caching containers")))
 }
