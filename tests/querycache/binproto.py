@@ -50,6 +50,20 @@ def _lenenc(data, pos):
     return struct.unpack_from("<Q", data, pos + 1)[0], pos + 9
 
 
+# Binary-row sizes of the (signed) integer types: TINY, SHORT, LONG, LONGLONG, INT24, YEAR.
+_INTS = {0x01: (1, "<b"), 0x02: (2, "<h"), 0x03: (4, "<i"), 0x08: (8, "<q"), 0x09: (4, "<i"), 0x0D: (2, "<h")}
+
+
+def _column_type(data):
+    """The type code of a ColumnDefinition41 payload (after its six length-encoded strings,
+    the fixed block: length, charset, column length, type)."""
+    pos = 0
+    for _ in range(6):
+        n, pos = _lenenc(data, pos)
+        pos += n
+    return data[pos + 1 + 2 + 4]
+
+
 def prepare(conn, sql):
     """COM_STMT_PREPARE: (statement id, number of parameters)."""
     conn._execute_command(COM_STMT_PREPARE, sql.encode())
@@ -82,8 +96,8 @@ def reset(conn, stmt_id):
 def execute(conn, stmt_id, params, send_types=True, long_data=()):
     """COM_STMT_EXECUTE with int/str `params` (indexes in long_data are sent before, as
     SEND_LONG_DATA, and left out here). send_types=False sends new-params-bound = 0, as
-    clients do after the first execution. Returns the rows, each a tuple of bytes/None (the
-    columns must be strings: CHAR/VARCHAR/TEXT), or the affected row count for an OK."""
+    clients do after the first execution. Returns the rows, each a tuple of bytes/None (ints
+    for integer columns, read as signed), or the affected row count for an OK."""
     body = struct.pack("<IBI", stmt_id, 0, 1)
     if params:
         body += bytes((len(params) + 7) // 8)
@@ -105,8 +119,7 @@ def execute(conn, stmt_id, params, send_types=True, long_data=()):
     if first[:1] == b"\x00":
         return _lenenc(first, 1)[0]
     ncols, _ = _lenenc(first, 0)
-    for _ in range(ncols):
-        _packet(conn)
+    types = [_column_type(_packet(conn)) for _ in range(ncols)]
     assert _is_eof(_packet(conn))
     rows = []
     while True:
@@ -118,6 +131,11 @@ def execute(conn, stmt_id, params, send_types=True, long_data=()):
         for c in range(ncols):
             if bitmap[(c + 2) // 8] & (1 << ((c + 2) % 8)):
                 row.append(None)
+                continue
+            if types[c] in _INTS:
+                size, fmt = _INTS[types[c]]
+                row.append(struct.unpack_from(fmt, data, pos)[0])
+                pos += size
                 continue
             n, pos = _lenenc(data, pos)
             row.append(data[pos:pos + n])

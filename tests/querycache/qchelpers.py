@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from harness.mysqlproxy import connect
+
 
 def q(conn, sql, args=None):
     """All rows of one statement (tuples)."""
@@ -87,3 +89,30 @@ def check_workload(policy, got, hits, direct, expect_hits, no_hits):
         assert hits[name] > 0, f"{name} was never served from the cache under {policy}: {hits}"
     for name in no_hits:
         assert hits[name] == 0, f"{name} was served from the cache under {policy}: {hits}"
+
+
+def is_hit(px, conn, sql):
+    """Whether one execution of sql through the proxy was a cache hit (and its rows)."""
+    rows, d = run_counted(px, conn, sql)
+    return d["Qcache_hits"] == 1, rows
+
+
+def check(px, pc, mariadb, via, write, dropped, kept):
+    """Cache `dropped` and `kept`, run `write` through `via`; then every read of `dropped`
+    is fresh (MariaDB's own answer; through the binlog, within a few seconds) and every read
+    of `kept` is still a hit with its old answer."""
+    direct = connect(mariadb.port, "qc")
+    try:
+        old = {sql: until_hit(px, pc, sql) for sql in dropped + kept}
+        q(via, write)
+        for sql in dropped:
+            truth = q(direct, sql)
+            assert truth != old[sql], f"the test write does not change {sql!r}"
+            got, waited = wait_for(lambda: q(pc, sql) == truth, timeout=5 if via.kind == "direct" else 0)
+            assert got, f"{sql!r} still answered {q(pc, sql)} after {via.kind} {write!r}; MariaDB says {truth}"
+        for sql in kept:
+            hit, rows = is_hit(px, pc, sql)
+            assert hit, f"{sql!r} was dropped by {via.kind} {write!r}"
+            assert rows == old[sql] == q(direct, sql)
+    finally:
+        direct.close()

@@ -50,6 +50,18 @@ pub struct TableSchema {
     pub primary_key: Vec<usize>,
 }
 
+/// What a rows event did (see [`Change::Rows`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RowsKind {
+    /// Rows inserted: one image each.
+    Insert,
+    /// Rows updated: before and after images. The columns (indexes into the schema's
+    /// columns) whose value differs in some pair of images, or that an image left out.
+    Update(Vec<usize>),
+    /// Rows deleted: one image each.
+    Delete,
+}
+
 /// One change seen in the binlog (or in the state of the stream), in binlog order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
@@ -64,6 +76,8 @@ pub enum Change {
         schema: Arc<TableSchema>,
         /// The row images.
         rows: Vec<Vec<Value>>,
+        /// What the event did.
+        kind: RowsKind,
     },
     /// Rows of this table changed, too many in one transaction to list (more than the
     /// follower's bulk limit, see `Follower::set_bulk_rows`): any row may have changed, its

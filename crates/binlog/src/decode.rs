@@ -9,7 +9,7 @@ use mysql_async::binlog::value::BinlogValue;
 use mysql_async::binlog::EventType;
 use mysql_async::consts::ColumnType;
 
-use crate::change::{Change, TableSchema, Value};
+use crate::change::{Change, RowsKind, TableSchema, Value};
 use crate::ddl::{classify, QueryAction};
 use crate::meta::{Meta, TableMeta};
 
@@ -208,10 +208,10 @@ impl Decoder {
             vec![Change::ManyRows { db: m.db.clone(), table: m.table.clone() }]
         } else {
             match m.schema.as_ref().and_then(|s| decode_rows(&re, m, s).ok()) {
-                Some(rows) => {
+                Some((rows, kind)) => {
                     *seen += rows.len();
                     let schema = m.schema.clone().expect("decoded with a schema");
-                    vec![Change::Rows { db: m.db.clone(), table: m.table.clone(), schema, rows }]
+                    vec![Change::Rows { db: m.db.clone(), table: m.table.clone(), schema, rows, kind }]
                 }
                 None => vec![table],
             }
@@ -300,20 +300,29 @@ impl ReadRows for Event {
 }
 
 /// Every row image of `re`, one value per column; Err if an image lacks a key column.
-fn decode_rows(re: &RowsEventData<'_>, m: &Mapped, schema: &TableSchema) -> Result<Vec<Vec<Value>>, String> {
+/// The row images of a rows event, and what it did (for an update, the columns that
+/// changed in some row, or that an image left out).
+fn decode_rows(
+    re: &RowsEventData<'_>,
+    m: &Mapped,
+    schema: &TableSchema,
+) -> Result<(Vec<Vec<Value>>, RowsKind), String> {
     let ncols = schema.columns.len();
     let mut out = Vec::new();
+    let mut changed = vec![false; ncols];
     for item in re.rows(&m.tme) {
         let (before, after) = item.map_err(|e| e.to_string())?;
+        let pair = before.is_some() && after.is_some();
         for (img, bits) in [(before, re.columns_before_image()), (after, re.columns_after_image())] {
             let (Some(img), Some(bits)) = (img, bits) else { continue };
             let mut vals = img.unwrap().into_iter();
             let mut row = Vec::with_capacity(ncols);
-            for i in 0..ncols {
+            for (i, c) in changed.iter_mut().enumerate() {
                 if !bits.get(i).is_some_and(|b| *b) {
                     if schema.primary_key.contains(&i) {
                         return Err("key column missing from a row image".into());
                     }
+                    *c = true;
                     row.push(Value::Null);
                     continue;
                 }
@@ -322,8 +331,19 @@ fn decode_rows(re: &RowsEventData<'_>, m: &Mapped, schema: &TableSchema) -> Resu
             }
             out.push(row);
         }
+        if pair {
+            let (b, a) = (&out[out.len() - 2], &out[out.len() - 1]);
+            for (i, c) in changed.iter_mut().enumerate() {
+                *c |= b[i] != a[i];
+            }
+        }
     }
-    Ok(out)
+    let kind = match re {
+        RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => RowsKind::Insert,
+        RowsEventData::DeleteRowsEvent(_) | RowsEventData::DeleteRowsEventV1(_) => RowsKind::Delete,
+        _ => RowsKind::Update(changed.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()),
+    };
+    Ok((out, kind))
 }
 
 fn convert(v: BinlogValue<'_>, unsigned: bool, ty: Option<ColumnType>) -> Value {

@@ -33,7 +33,7 @@ mod meta;
 mod session;
 mod template;
 
-pub use change::{Change, TableSchema, Value};
+pub use change::{Change, RowsKind, TableSchema, Value};
 pub use follower::{Config, Follower, Position, Stats};
 pub use head::PROBE;
 pub use template::{KeyTemplate, KEY_MAX};

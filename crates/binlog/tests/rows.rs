@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use binlog::{Change, Value};
+use binlog::{Change, RowsKind, Value};
 use common::*;
 
 const T: Duration = Duration::from_secs(10);
@@ -16,10 +16,16 @@ fn b(s: &str) -> Value {
 
 /// The next Rows change of `table`: (column names, key positions, rows).
 fn rows_of(ch: &Changes, t: &str) -> (Vec<String>, Vec<usize>, Vec<Vec<Value>>) {
+    let (cols, pk, rows, _) = rows_kind(ch, t);
+    (cols, pk, rows)
+}
+
+/// [`rows_of`] and what the event did.
+fn rows_kind(ch: &Changes, t: &str) -> (Vec<String>, Vec<usize>, Vec<Vec<Value>>, RowsKind) {
     match ch.until(T, |c| is_rows_of(c, t)).pop().unwrap() {
-        Change::Rows { schema, rows, db, .. } => {
+        Change::Rows { schema, rows, db, kind, .. } => {
             assert_eq!(db, "shop");
-            (schema.columns.clone(), schema.primary_key.clone(), rows)
+            (schema.columns.clone(), schema.primary_key.clone(), rows, kind)
         }
         _ => unreachable!(),
     }
@@ -46,16 +52,19 @@ fn rows_tables_and_metadata() {
 
     // int + varchar, multi-row insert, update (before and after image), delete.
     sql.run("INSERT INTO shop.ints VALUES (1, 'one'), (2, 'two')");
-    let (cols, pk, rows) = rows_of(&ch, "ints");
-    assert_eq!((cols, pk), (vec!["id".to_string(), "v".to_string()], vec![0]));
+    let (cols, pk, rows, kind) = rows_kind(&ch, "ints");
+    assert_eq!((cols, pk, kind), (vec!["id".to_string(), "v".to_string()], vec![0], RowsKind::Insert));
     assert_eq!(rows, vec![vec![Value::Int(1), b("one")], vec![Value::Int(2), b("two")]]);
     sql.run("UPDATE shop.ints SET v = 'uno' WHERE id = 1");
-    assert_eq!(rows_of(&ch, "ints").2, vec![vec![Value::Int(1), b("one")], vec![Value::Int(1), b("uno")]]);
+    let (_, _, rows, kind) = rows_kind(&ch, "ints");
+    assert_eq!(rows, vec![vec![Value::Int(1), b("one")], vec![Value::Int(1), b("uno")]]);
+    assert_eq!(kind, RowsKind::Update(vec![1]), "the columns whose images differ");
     sql.run("UPDATE shop.ints SET v = CONCAT(v, '!')");
     let r = rows_of(&ch, "ints").2;
     assert_eq!(r.len(), 4, "two rows, before and after each: {r:?}");
     sql.run("DELETE FROM shop.ints WHERE id = 2");
-    assert_eq!(rows_of(&ch, "ints").2, vec![vec![Value::Int(2), b("two!")]]);
+    let (_, _, rows, kind) = rows_kind(&ch, "ints");
+    assert_eq!((rows, kind), (vec![vec![Value::Int(2), b("two!")]], RowsKind::Delete));
 
     // bigint unsigned beyond i64.
     sql.run("INSERT INTO shop.ubig VALUES (18446744073709551615, -5)");

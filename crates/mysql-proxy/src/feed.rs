@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use binlog::{Change, Value};
+use binlog::{Change, RowsKind, Value};
 
 use binlog::feeds::Pass;
-use querycache::types::{Invalidation, Param, Source};
+use querycache::types::{Invalidation, Param, RowChange, Source};
 
 use querycache::QueryCache;
 
@@ -25,8 +25,15 @@ pub enum Action {
 /// Maps a binlog change onto the cache (`qc` knows the tables' keys).
 pub fn action(change: &Change, qc: &QueryCache) -> Action {
     match change {
-        Change::Rows { db, table, schema, rows } => {
-            Action::Invalidate(qc.rows_changed(db, table, &schema.columns, rows, |r, i| param(r.get(i))))
+        Change::Rows { db, table, schema, rows, kind } => {
+            let change = match kind {
+                RowsKind::Insert => RowChange::Any,
+                RowsKind::Delete => RowChange::Delete,
+                RowsKind::Update(cols) => RowChange::Update(
+                    cols.iter().filter_map(|i| schema.columns.get(*i)).map(|c| c.to_ascii_lowercase().into()).collect(),
+                ),
+            };
+            Action::Invalidate(qc.rows_changed(db, table, &schema.columns, rows, |r, i| param(r.get(i)), change))
         }
         Change::Table { db, table } | Change::ManyRows { db, table } => {
             Action::Invalidate(Invalidation::Table { db: db.clone(), table: table.clone() })
@@ -133,9 +140,13 @@ mod tests {
     }
 
     fn rows(table: &str, columns: &[&str], rows: Vec<Vec<Value>>) -> Change {
+        rows_of(table, columns, rows, RowsKind::Insert)
+    }
+
+    fn rows_of(table: &str, columns: &[&str], rows: Vec<Vec<Value>>, kind: RowsKind) -> Change {
         let columns = columns.iter().map(|c| c.to_string()).collect();
         let schema = Arc::new(TableSchema { columns, primary_key: vec![0] });
-        Change::Rows { db: "d".into(), table: table.into(), schema, rows }
+        Change::Rows { db: "d".into(), table: table.into(), schema, rows, kind }
     }
 
     fn s(v: &str) -> Value {
@@ -152,7 +163,8 @@ mod tests {
                 db: "d".into(),
                 table: "t".into(),
                 keys: vec![1, 2],
-                values: vec![]
+                values: vec![],
+                change: querycache::RowChange::Any
             })
         );
         let table = |t: &str| Action::Invalidate(Invalidation::Table { db: "d".into(), table: t.into() });
@@ -190,6 +202,19 @@ mod tests {
         // No key value known at all: the table.
         let c = rows("c", &["a", "b"], vec![vec![Value::Int(1), s("é")]]);
         assert_eq!(action(&c, &qc), Action::Invalidate(Invalidation::Table { db: "d".into(), table: "c".into() }));
+    }
+
+    #[test]
+    fn events_say_how_rows_changed() {
+        let qc = qc();
+        let change = |kind| match action(&rows_of("t", &["id", "V"], vec![vec![Value::Int(1), Value::Null]], kind), &qc)
+        {
+            Action::Invalidate(Invalidation::Keys { change, .. }) => change,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(change(RowsKind::Delete), RowChange::Delete);
+        assert_eq!(change(RowsKind::Update(vec![1])), RowChange::Update(vec!["v".into()]));
+        assert_eq!(change(RowsKind::Insert), RowChange::Any);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The metadata task: fills the query cache's schema registry (base table or view, primary
-//! and unique key columns with their types and collations) from the backend's `information_schema`,
+//! The metadata task: fills the query cache's schema registry (base table or view, the
+//! columns of its primary key, unique keys and other indexes with their types and
+//! collations, the columns an UPDATE changes by itself) from the backend's `information_schema`,
 //! for the tables statements asked about, with the `--mysql-user` account; and loads the
 //! side-effect graph (triggers, cascading foreign keys, stored functions) and the global
 //! `sql_mode` at start and after every DDL.
@@ -172,15 +173,27 @@ async fn fetch(c: &mut Conn, tables: &[TableName]) -> mysql_async::Result<Vec<Ta
             params.clone(),
         )
         .await?;
-    // Every column of every unique index (PRIMARY included), with its type and collation.
-    let keys: Vec<(String, String, String, String, String, Option<String>)> = c
+    // Every column of every index (PRIMARY included), with its type and collation.
+    type KeyRow = (String, String, String, u8, String, String, Option<String>);
+    let keys: Vec<KeyRow> = c
         .exec(
             format!(
-                "SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.COLUMN_NAME, c.DATA_TYPE, c.COLLATION_NAME \
-                 FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c \
+                "SELECT s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.NON_UNIQUE, s.COLUMN_NAME, c.DATA_TYPE, \
+                 c.COLLATION_NAME FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c \
                  ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME \
-                 WHERE s.NON_UNIQUE = 0 AND (s.TABLE_SCHEMA, s.TABLE_NAME) IN ({pairs}) \
+                 WHERE (s.TABLE_SCHEMA, s.TABLE_NAME) IN ({pairs}) \
                  ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME, s.SEQ_IN_INDEX"
+            ),
+            params.clone(),
+        )
+        .await?;
+    // Columns an UPDATE may change without naming them (ON UPDATE, generated columns).
+    let implicit: Vec<(String, String, String)> = c
+        .exec(
+            format!(
+                "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
+                 WHERE (TABLE_SCHEMA, TABLE_NAME) IN ({pairs}) \
+                 AND (EXTRA LIKE '%on update%' OR EXTRA LIKE '%generated%')"
             ),
             params,
         )
@@ -194,16 +207,26 @@ async fn fetch(c: &mut Conn, tables: &[TableName]) -> mysql_async::Result<Vec<Ta
             if !base {
                 return TableInfo::not_base();
             }
-            let mut indexes: Vec<(&str, Vec<PkColumn>)> = Vec::new();
-            for (_, _, index, col, ty, coll) in keys.iter().filter(|k| *k.0 == *t.db && *k.1 == *t.table) {
+            let mut indexes: Vec<(&str, bool, Vec<PkColumn>)> = Vec::new();
+            for (_, _, index, non_unique, col, ty, coll) in keys.iter().filter(|k| *k.0 == *t.db && *k.1 == *t.table) {
                 let c = PkColumn::new(col, ty, coll.as_deref());
                 match indexes.last_mut() {
-                    Some((i, cols)) if *i == index.as_str() => cols.push(c),
-                    _ => indexes.push((index, vec![c])),
+                    Some((i, _, cols)) if *i == index.as_str() => cols.push(c),
+                    _ => indexes.push((index, *non_unique == 0, vec![c])),
                 }
             }
-            let pk = indexes.iter().position(|(i, _)| *i == "PRIMARY").map(|p| indexes.remove(p).1);
-            indexes.into_iter().fold(TableInfo::base(pk.unwrap_or_default()), |info, (_, cols)| info.with_unique(cols))
+            let pk = indexes.iter().position(|(i, ..)| *i == "PRIMARY").map(|p| indexes.remove(p).2);
+            let info = indexes.into_iter().fold(TableInfo::base(pk.unwrap_or_default()), |info, (_, unique, cols)| {
+                if unique {
+                    info.with_unique(cols)
+                } else {
+                    info.with_index(cols)
+                }
+            });
+            implicit
+                .iter()
+                .filter(|(db, name, _)| *db == *t.db && *name == *t.table)
+                .fold(info, |info, (_, _, col)| info.with_implicit(col))
         })
         .collect())
 }

@@ -50,6 +50,9 @@ pub(crate) struct ReadInfo {
     pub tables: Vec<RelName>,
     pub preds: Vec<KeyPred>,
     pub sql_cache: bool,
+    /// Set when the result may be tagged with the rows it returns: the columns its rows'
+    /// membership and order depend on (inner None: any column). See [`crate::RowTag`].
+    pub row_deps: Option<Option<Arc<[Arc<str>]>>>,
 }
 
 /// The kind of a statement.
@@ -332,10 +335,12 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
     if tables.is_empty() {
         return Kind::NotCacheable("no tables");
     }
-    let preds = if tables.len() == 1 { ast::read_keys(&stmt) } else { Vec::new() };
+    let single = tables.len() == 1;
+    let preds = if single { ast::read_keys(&stmt) } else { Vec::new() };
+    let row_deps = if single { ast::row_deps(&stmt).map(|d| d.map(Arc::from)) } else { None };
     let sql_cache =
         toks.iter().any(|t| t.kind == Tok::Word && digest[t.start..t.end].eq_ignore_ascii_case(b"SQL_CACHE"));
-    Kind::Read(ReadInfo { tables, preds, sql_cache })
+    Kind::Read(ReadInfo { tables, preds, sql_cache, row_deps })
 }
 
 fn write_stmt(stmt: &sqlparser::ast::Statement) -> Kind {

@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    AssignmentTarget, BinaryOperator, Expr, FromTable, ObjectName, ObjectNamePart, Query, SetExpr, Statement,
-    TableFactor, TableObject, TableWithJoins, UnaryOperator, Value, Visit, Visitor,
+    AssignmentTarget, BinaryOperator, Expr, FromTable, ObjectName, ObjectNamePart, OrderByKind, Query, SelectItem,
+    SetExpr, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Value, Visit, Visitor,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -265,6 +265,110 @@ pub(crate) fn read_keys(stmt: &Statement) -> Vec<KeyPred> {
         return Vec::new();
     }
     preds(&sel.selection)
+}
+
+/// The columns an expression names (lower-cased), and whether it calls a function.
+#[derive(Default)]
+struct Idents {
+    cols: Vec<Arc<str>>,
+    calls: bool,
+}
+
+impl Visitor for Idents {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        match e {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.cols.extend(column(e)),
+            Expr::Function(_) => self.calls = true,
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn idents(e: &impl Visit) -> Idents {
+    let mut v = Idents::default();
+    let _ = e.visit(&mut v);
+    v
+}
+
+/// What a row-tagged result depends on ([`crate::RowTag`]), for a read that is one query
+/// block over one table whose result rows are rows of the table: no GROUP BY, HAVING,
+/// DISTINCT, OFFSET or window, no function call in the select list (an aggregate or a
+/// window function makes a row depend on other rows). The columns named in WHERE and
+/// ORDER BY (an ORDER BY of a select-list alias or position names that item's columns).
+/// `Some(None)`: any column (a position over `*`); None: not row-taggable.
+pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
+    let Statement::Query(q) = stmt else { return None };
+    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.for_clause.is_some() {
+        return None;
+    }
+    match &q.limit_clause {
+        None => {}
+        Some(sqlparser::ast::LimitClause::LimitOffset { offset: None, limit_by, .. }) if limit_by.is_empty() => {}
+        Some(_) => return None,
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    let plain_group =
+        matches!(&sel.group_by, sqlparser::ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if sel.from.len() != 1
+        || !single_table(&sel.from[0])
+        || !plain_group
+        || sel.distinct.is_some()
+        || sel.top.is_some()
+        || sel.into.is_some()
+        || sel.having.is_some()
+        || sel.qualify.is_some()
+        || sel.prewhere.is_some()
+        || !sel.named_window.is_empty()
+        || !sel.connect_by.is_empty()
+        || !sel.sort_by.is_empty()
+        || !sel.lateral_views.is_empty()
+    {
+        return None;
+    }
+    let mut items = Vec::with_capacity(sel.projection.len());
+    let mut star = false;
+    for it in &sel.projection {
+        let (expr, alias) = match it {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.to_ascii_lowercase())),
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                star = true;
+                continue;
+            }
+            SelectItem::ExprWithAliases { .. } => return None,
+        };
+        let id = idents(expr);
+        if id.calls {
+            return None;
+        }
+        items.push((alias, id.cols));
+    }
+    let mut deps = sel.selection.as_ref().map_or_else(Vec::new, |w| idents(w).cols);
+    if let Some(ob) = &q.order_by {
+        let OrderByKind::Expressions(list) = &ob.kind else { return None };
+        for o in list {
+            let cols = idents(&o.expr).cols;
+            if cols.is_empty() {
+                // `ORDER BY 2` (a position; the digest made the number a `?`).
+                if star {
+                    return Some(None);
+                }
+                deps.extend(items.iter().flat_map(|(_, c)| c.iter().cloned()));
+            }
+            for c in cols {
+                if let Some((_, named)) = items.iter().find(|(a, _)| a.as_deref() == Some(&*c)) {
+                    deps.extend(named.iter().cloned());
+                }
+                deps.push(c);
+            }
+        }
+    }
+    deps.sort();
+    deps.dedup();
+    Some(Some(deps))
 }
 
 /// Key information of a single-table INSERT, UPDATE or DELETE.

@@ -15,6 +15,7 @@ use crate::hash::hash128;
 use crate::index::{Hk, Index, Locked, RowKeys};
 use crate::lexer::Dialect;
 use crate::memo::Memo;
+use crate::reply::{pk_values, MAX_ROW_TAGS};
 use crate::schema::SchemaRegistry;
 use crate::stats::{bump, get, Counters, Stats};
 use crate::types::{Invalidation, Key, Source, TableName, Tags};
@@ -299,6 +300,17 @@ impl QueryCache {
     }
 
     fn store(&self, fill: &Fill, reply: &[u8]) {
+        // The rows each row-tagged dependency returned (read before any lock is taken).
+        let rows: Vec<_> = fill
+            .tags
+            .0
+            .iter()
+            .map(|tag| {
+                let r = tag.rows.as_ref()?;
+                let pks = pk_values(reply, fill.deprecate_eof, r.binary, &tag.table.table, &r.pk, MAX_ROW_TAGS)?;
+                Some((pks, r.deps.clone()))
+            })
+            .collect();
         let mut l = self.index.lock(fill.tables.iter());
         let mut now = Vec::with_capacity(fill.tables.len() + 1);
         now.push(self.epoch.load(Ordering::Acquire));
@@ -318,8 +330,9 @@ impl QueryCache {
         drop(a);
         bump(&self.counters.inserts);
         let alive = |h: &Hk| self.engine.access(h, Receipt::none()).lookup().is_ok();
-        for tag in &fill.tags.0 {
-            if !self.index.add(&mut l, &tag.table, &tag.scope, fill.hk, &alive) {
+        for (tag, rows) in fill.tags.0.iter().zip(&rows) {
+            let rows = rows.as_ref().map(|(p, d)| (&p[..], d.clone()));
+            if !self.index.add(&mut l, &tag.table, &tag.scope, rows, fill.hk, &alive) {
                 // The index is over its bound: drop this table's entries (fail safe).
                 self.drop_tables(&mut l, &tag.table, None);
             }
@@ -400,7 +413,7 @@ impl QueryCache {
         }
         let counted = source != Source::Recheck;
         match inv {
-            Invalidation::Keys { db, table, keys, values } => {
+            Invalidation::Keys { db, table, keys, values, change } => {
                 if source == Source::Binlog {
                     bump(&c.invalidations_binlog_rows);
                 }
@@ -409,7 +422,7 @@ impl QueryCache {
                 }
                 let t = TableName::new(db, table);
                 let mut l = self.index.lock(std::iter::once(&t));
-                self.drop_tables(&mut l, &t, Some(&RowKeys { ints: keys, values }));
+                self.drop_tables(&mut l, &t, Some(&RowKeys { ints: keys, values, change }));
             }
             Invalidation::Table { db, table } => {
                 if counted {

@@ -13,17 +13,22 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::ranges::Ranges;
-use crate::types::{KeyValues, Scope, TableName};
+use crate::types::{KeyValues, RowChange, Scope, TableName};
 
 /// An entry's name in the engine: the hash of its full key.
 pub(crate) type Hk = [u8; 16];
 
-/// What a row-level invalidation knows: the integer primary-key values and the values of
-/// the keys in `values` (every other key's results go).
+/// What a row-level invalidation knows: the integer primary-key values, the values of
+/// the keys in `values` (every other key's results go unless their rows are known and
+/// untouched: see `change`), and how the rows changed.
 pub(crate) struct RowKeys<'a> {
     pub ints: &'a [i64],
     pub values: &'a [KeyValues],
+    pub change: &'a RowChange,
 }
+
+/// What a row-tagged entry's membership and order depend on (None: any column).
+pub(crate) type Deps = Option<Arc<[Arc<str>]>>;
 
 /// One key's entries by encoded value.
 type ByValue = HashMap<Box<[u8]>, Vec<Hk>>;
@@ -52,6 +57,8 @@ impl Recent {
     /// Remember an invalidation (`None`: the whole table).
     fn note(&mut self, seq: u64, keys: Option<&RowKeys<'_>>) {
         let n = keys.map_or(usize::MAX, |k| k.ints.len() + k.values.iter().map(|v| v.values.len()).sum::<usize>());
+        // Inserted rows of unknown primary keys may be in any point or range.
+        let keys = keys.filter(|k| *k.change != RowChange::InsertUnknownKeys);
         match keys {
             Some(k) if n <= RECENT_KEYS => {
                 self.log.push_back((seq, k.ints.to_vec(), k.values.to_vec()));
@@ -104,6 +111,10 @@ pub(crate) struct TableState {
     ranges: Ranges,
     /// Key name → encoded value → entries (`Scope::Values`).
     values: HashMap<Arc<str>, ByValue>,
+    /// Row tags: integer primary key → entries that returned that row.
+    rows: HashMap<i64, Vec<Hk>>,
+    /// Row-tagged entries and what their rows depend on.
+    tagged: HashMap<Hk, Deps>,
     refs: usize,
 }
 
@@ -135,8 +146,34 @@ impl TableState {
         self.recent.note(seq, keys);
     }
 
-    fn add(&mut self, scope: &Scope, hk: Hk) -> usize {
-        let before = self.refs;
+    /// Record that entry `hk` returned exactly the rows with primary keys `rows`, which it
+    /// holds by columns `deps` ([`crate::RowTag`]); None: forget any such record (the
+    /// entry is stored again without one).
+    fn set_rows(&mut self, hk: Hk, rows: Option<(&[i64], Deps)>) {
+        let Some((rows, deps)) = rows else {
+            if self.tagged.remove(&hk).is_some() {
+                self.refs -= 1;
+            }
+            return;
+        };
+        if self.tagged.insert(hk, deps).is_none() {
+            self.refs += 1;
+        }
+        for r in rows {
+            self.refs += push_new(self.rows.entry(*r).or_default(), hk);
+        }
+    }
+
+    /// Whether a row-tagged entry `hk` is untouched by a change of rows it did not return.
+    fn survives(&self, hk: &Hk, change: &RowChange) -> bool {
+        match (change, self.tagged.get(hk)) {
+            (RowChange::Delete, Some(_)) => true,
+            (RowChange::Update(cols), Some(Some(deps))) => !cols.iter().any(|c| deps.contains(c)),
+            _ => false,
+        }
+    }
+
+    fn add(&mut self, scope: &Scope, hk: Hk) {
         match scope {
             Scope::Table => {
                 if self.table_level.insert(hk) {
@@ -161,7 +198,6 @@ impl TableState {
                 }
             }
         }
-        self.refs - before
     }
 
     /// Drop every reference; returns the entries and the number of references freed.
@@ -170,40 +206,60 @@ impl TableState {
         out.extend(self.points.drain().flat_map(|(_, v)| v));
         self.ranges.drain_all(out);
         out.extend(self.values.drain().flat_map(|(_, m)| m.into_values().flatten()));
+        out.extend(self.rows.drain().flat_map(|(_, v)| v));
+        self.tagged.clear();
         std::mem::take(&mut self.refs)
     }
 
-    /// Entries depending on rows with these keys: every table-level entry, the points and
-    /// ranges of `k.ints`, the values of the keys `k.values` lists, and every entry tagged
-    /// on a key it does not list.
+    /// Entries depending on rows with these keys: the points and ranges of `k.ints` (all
+    /// of them for inserted rows of unknown keys), the entries that returned one of the
+    /// rows `k.ints`, and every table-level entry, every entry tagged with the values of
+    /// the keys `k.values` lists and every entry tagged on a key it does not list, except
+    /// row-tagged ones the change cannot touch ([`TableState::survives`]).
     fn drain_keys(&mut self, k: &RowKeys<'_>, out: &mut Vec<Hk>) -> usize {
-        let mut freed = self.table_level.len();
-        out.extend(self.table_level.drain());
-        for key in k.ints {
-            if let Some(v) = self.points.remove(key) {
-                freed += v.len();
-                out.extend(v);
-            }
-            freed += self.ranges.drain_key(*key, out);
+        let before = out.len();
+        let gone: Vec<Hk> = self.table_level.iter().filter(|h| !self.survives(h, k.change)).copied().collect();
+        for h in &gone {
+            self.table_level.remove(h);
         }
-        self.values.retain(|name, m| match k.values.iter().find(|kv| kv.key == *name) {
-            Some(kv) => {
-                for v in &kv.values {
-                    if let Some(hs) = m.remove(v) {
-                        freed += hs.len();
-                        out.extend(hs);
+        out.extend(gone);
+        if *k.change == RowChange::InsertUnknownKeys {
+            out.extend(self.points.drain().flat_map(|(_, v)| v));
+            self.ranges.drain_all(out);
+        }
+        for key in k.ints {
+            out.extend(self.points.remove(key).into_iter().flatten());
+            self.ranges.drain_key(*key, out);
+            out.extend(self.rows.remove(key).into_iter().flatten());
+        }
+        let mut values = std::mem::take(&mut self.values);
+        let mut drain = |hs: &mut Vec<Hk>| {
+            hs.retain(|h| {
+                self.survives(h, k.change) || {
+                    out.push(*h);
+                    false
+                }
+            });
+            !hs.is_empty()
+        };
+        values.retain(|name, m| {
+            match k.values.iter().find(|kv| kv.key == *name) {
+                Some(kv) => {
+                    for v in &kv.values {
+                        if let Some(hs) = m.get_mut(v) {
+                            if !drain(hs) {
+                                m.remove(v);
+                            }
+                        }
                     }
                 }
-                !m.is_empty()
+                None => m.retain(|_, hs| drain(hs)),
             }
-            None => {
-                for (_, hs) in m.drain() {
-                    freed += hs.len();
-                    out.extend(hs);
-                }
-                false
-            }
+            !m.is_empty()
         });
+        self.values = values;
+        // One entry pushed per reference freed.
+        let freed = out.len() - before;
         self.refs -= freed;
         freed
     }
@@ -226,7 +282,13 @@ impl TableState {
             });
             !m.is_empty()
         });
-        self.refs = self.table_level.len() + self.points.values().map(Vec::len).sum::<usize>() + ranges + values;
+        self.rows.retain(|_, v| {
+            v.retain(|h| alive(h));
+            !v.is_empty()
+        });
+        self.tagged.retain(|h, _| alive(h));
+        let rows = self.rows.values().map(Vec::len).sum::<usize>() + self.tagged.len();
+        self.refs = self.table_level.len() + self.points.values().map(Vec::len).sum::<usize>() + ranges + values + rows;
         before - self.refs
     }
 }
@@ -301,10 +363,28 @@ impl Index {
     /// Record that entry `hk` depends on `scope` of `t`. Returns false if the index is
     /// over its bound even after collecting dead references: then the caller drops the
     /// table's entries.
-    pub fn add(&self, l: &mut Locked<'_>, t: &TableName, scope: &Scope, hk: Hk, alive: &dyn Fn(&Hk) -> bool) -> bool {
+    /// `rows`: the primary keys of the rows it returned and what they depend on (see
+    /// [`crate::RowTag`]), if known.
+    pub fn add(
+        &self,
+        l: &mut Locked<'_>,
+        t: &TableName,
+        scope: &Scope,
+        rows: Option<(&[i64], Deps)>,
+        hk: Hk,
+        alive: &dyn Fn(&Hk) -> bool,
+    ) -> bool {
         let st = l.state(self, t);
-        let added = st.add(scope, hk);
-        let total = self.refs.fetch_add(added, Ordering::Relaxed) + added;
+        let before = st.refs;
+        st.add(scope, hk);
+        st.set_rows(hk, rows);
+        let total = if st.refs >= before {
+            let added = st.refs - before;
+            self.refs.fetch_add(added, Ordering::Relaxed) + added
+        } else {
+            let gone = before - st.refs;
+            self.refs.fetch_sub(gone, Ordering::Relaxed) - gone
+        };
         if total <= self.max_refs {
             return true;
         }

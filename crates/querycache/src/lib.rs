@@ -77,7 +77,7 @@ pub use plan::Prepared;
 pub use schema::{PkColumn, SchemaRegistry, TableInfo};
 pub use session::Session;
 pub use stats::Stats;
-pub use types::{Invalidation, Key, KeyValues, Param, Plan, Scope, Source, TableName, Tag, Tags};
+pub use types::{Invalidation, Key, KeyValues, Param, Plan, RowChange, RowTag, Scope, Source, TableName, Tag, Tags};
 
 #[cfg(test)]
 fn _assert_send_sync() {

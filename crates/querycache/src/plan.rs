@@ -12,7 +12,7 @@ use crate::digests::Outcome;
 use crate::lexer::{self, Slot, SlotValue};
 use crate::session::{Change, Session, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::stats::bump;
-use crate::types::{Invalidation, Param, Plan, Scope, Source, TableName, Tag, Tags};
+use crate::types::{Invalidation, Param, Plan, RowTag, Scope, Source, TableName, Tag, Tags};
 use crate::writes::{untrackable_var, write_keys};
 
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
@@ -334,7 +334,11 @@ impl QueryCache {
                 return Err("view or missing table");
             }
             let scope = if single { v.read_scope(&r.preds, &known) } else { Scope::Table };
-            tags.push(Tag { table: t, scope });
+            let rows = match (&known.int_pk, &r.row_deps) {
+                (Some(pk), Some(deps)) if single => Some(RowTag { pk: pk.clone(), deps: deps.clone(), binary }),
+                _ => None,
+            };
+            tags.push(Tag { table: t, scope, rows });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
             return Err("statement too long");
@@ -367,8 +371,8 @@ impl QueryCache {
                 _ => None,
             };
             out.push(match inv {
-                Some((keys, values)) => {
-                    Invalidation::Keys { db: t.db.to_string(), table: t.table.to_string(), keys, values }
+                Some((keys, values, change)) => {
+                    Invalidation::Keys { db: t.db.to_string(), table: t.table.to_string(), keys, values, change }
                 }
                 None => Invalidation::Table { db: t.db.to_string(), table: t.table.to_string() },
             });

@@ -1,8 +1,12 @@
 //! Which backend replies may be stored: complete result sets only, ending without
 //! warnings, more results, session-state changes or a cursor; the transaction bits of
-//! their final status are rewritten for each session served.
+//! their final status are rewritten for each session served; and the primary keys of the
+//! rows a stored result holds ([`pk_values`], for row tags).
 
+use protocol_mysql::lenenc::parse_lenenc_int;
 use protocol_mysql::reply::{read_status, status_offset};
+use protocol_mysql::resultset::{parse_binary_row, parse_text_row_into, ColumnDefinition};
+use protocol_mysql::value::Value;
 use protocol_mysql::{
     SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_CURSOR_EXISTS,
     SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
@@ -77,4 +81,148 @@ pub(crate) fn set_txn_status(
     }
     reply[i..i + 2].copy_from_slice(&status.to_le_bytes());
     true
+}
+
+/// Most rows a result is tagged with by primary key (a larger one keeps its scope only).
+pub(crate) const MAX_ROW_TAGS: usize = 64;
+
+/// The values of integer column `pk` of `table` in every row of a storable result
+/// (packets with headers; `binary`: rows in the binary protocol); None if the result has
+/// no such column, a value is not an integer, or it has more than `max` rows.
+pub(crate) fn pk_values(
+    reply: &[u8],
+    deprecate_eof: bool,
+    binary: bool,
+    table: &str,
+    pk: &str,
+    max: usize,
+) -> Option<Vec<i64>> {
+    let mut packets = Vec::new();
+    let mut pos = 0;
+    while let Some(h) = reply.get(pos..pos + 4) {
+        let len = h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16;
+        packets.push(reply.get(pos + 4..pos + 4 + len)?);
+        pos += 4 + len;
+    }
+    let (count, used) = parse_lenenc_int(packets.first()?).ok()?;
+    let n = usize::try_from(count?).ok().filter(|n| used == packets[0].len() && *n > 0)?;
+    let defs = packets.get(1..1 + n)?;
+    let mut at = None;
+    let mut types = Vec::with_capacity(n);
+    for (i, p) in defs.iter().enumerate() {
+        let c = ColumnDefinition::parse(p).ok()?;
+        if at.is_none()
+            && c.org_table.eq_ignore_ascii_case(table.as_bytes())
+            && c.org_name.eq_ignore_ascii_case(pk.as_bytes())
+        {
+            at = Some(i);
+        }
+        types.push(c.field_type());
+    }
+    let at = at?;
+    let first_row = 1 + n + usize::from(!deprecate_eof);
+    let rows = packets.get(first_row..packets.len().checked_sub(1)?)?;
+    if rows.len() > max {
+        return None;
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    let mut text = Vec::with_capacity(n);
+    for r in rows {
+        let v = if binary {
+            match parse_binary_row(r, &types).ok()?.get(at)? {
+                Value::Int(v) => *v,
+                Value::UInt(u) => i64::try_from(*u).ok()?,
+                _ => return None,
+            }
+        } else {
+            parse_text_row_into(r, n, &mut text).ok()?;
+            std::str::from_utf8(text.get(at).copied().flatten()?).ok()?.parse().ok()?
+        };
+        out.push(v);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol_mysql::resultset::{write_binary_row, write_text_row};
+    use protocol_mysql::value::{ColumnType, FieldType};
+
+    fn packet(seq: &mut u8, payload: &[u8], out: &mut Vec<u8>) {
+        let n = payload.len();
+        out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, *seq]);
+        out.extend_from_slice(payload);
+        *seq += 1;
+    }
+
+    /// A result of columns (org_table, org_name, type) and rows written by `row`.
+    fn result(cols: &[(&str, &str, ColumnType)], eof: bool, rows: &[Vec<u8>]) -> Vec<u8> {
+        let (mut out, mut seq) = (Vec::new(), 1);
+        packet(&mut seq, &[cols.len() as u8], &mut out);
+        for (t, n, ty) in cols {
+            let def = ColumnDefinition {
+                catalog: b"def",
+                schema: b"d",
+                table: b"alias",
+                org_table: t.as_bytes(),
+                name: b"x",
+                org_name: n.as_bytes(),
+                charset: 63,
+                column_length: 11,
+                column_type: *ty,
+                flags: 0,
+                decimals: 0,
+                default_values: None,
+            };
+            let mut p = Vec::new();
+            def.write(&mut p);
+            packet(&mut seq, &p, &mut out);
+        }
+        if eof {
+            packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+        }
+        for r in rows {
+            packet(&mut seq, r, &mut out);
+        }
+        packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+        out
+    }
+
+    fn text(values: &[&str]) -> Vec<u8> {
+        let mut p = Vec::new();
+        write_text_row(&mut p, &values.iter().map(|v| Some(v.as_bytes())).collect::<Vec<_>>());
+        p
+    }
+
+    #[test]
+    fn text_rows_give_the_key_column() {
+        let cols = [("users", "name", ColumnType::VarString), ("users", "ID", ColumnType::Long)];
+        let r = result(&cols, true, &[text(&["b", "7"]), text(&["a", "3"]), text(&["c", "7"])]);
+        assert_eq!(pk_values(&r, false, false, "users", "id", 64), Some(vec![3, 7]));
+        assert_eq!(pk_values(&r, false, false, "users", "id", 2), None, "too many rows");
+        assert_eq!(pk_values(&r, false, false, "posts", "id", 64), None, "another table's column");
+        assert_eq!(pk_values(&r, false, false, "users", "name", 64), None, "not integers");
+        let empty = result(&cols, false, &[]);
+        assert_eq!(pk_values(&empty, true, false, "users", "id", 64), Some(vec![]));
+        let null = result(&cols, true, &[vec![1, b'a', 0xfb]]);
+        assert_eq!(pk_values(&null, false, false, "users", "id", 64), None);
+        assert_eq!(pk_values(&r[..r.len() - 3], false, false, "users", "id", 64), None, "truncated");
+    }
+
+    #[test]
+    fn binary_rows_give_the_key_column() {
+        let cols = [("t", "s", ColumnType::VarString), ("t", "id", ColumnType::LongLong)];
+        let types = [FieldType::new(ColumnType::VarString), FieldType::new(ColumnType::LongLong)];
+        let row = |s: &str, id: i64| {
+            let mut p = Vec::new();
+            write_binary_row(&mut p, &types, &[Value::Bytes(s.as_bytes()), Value::Int(id)]).unwrap();
+            p
+        };
+        let r = result(&cols, false, &[row("x", -4), row("yy", 12)]);
+        assert_eq!(pk_values(&r, true, true, "t", "id", 64), Some(vec![-4, 12]));
+        assert_eq!(pk_values(&r, true, false, "t", "id", 64), None, "not text rows");
+    }
 }

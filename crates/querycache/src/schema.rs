@@ -1,6 +1,6 @@
-//! The schema registry: which tables are base tables, and their primary and unique keys
-//! (with each key column's type and collation, which decide how its values are tagged:
-//! see `crate::keys`).
+//! The schema registry: which tables are base tables, their primary and unique keys and
+//! other indexes (with each key column's type and collation, which decide how its values
+//! are tagged: see `crate::keys`), and the columns an UPDATE changes without naming them.
 //!
 //! The proxy's metadata task fills it from `information_schema`; until a table is known,
 //! statements on it are not cached, and the table is queued in [`SchemaRegistry::wanted`].
@@ -71,12 +71,19 @@ pub struct TableInfo {
     pub primary_key: Vec<PkColumn>,
     /// Unique secondary keys, each its columns in key order.
     pub unique_keys: Vec<Vec<PkColumn>>,
+    /// Non-unique indexes, each its columns in index order (tagged by value like keys, and
+    /// so are their leading columns: `WHERE user_id = 5` reads only rows with that value,
+    /// unique or not).
+    pub indexes: Vec<Vec<PkColumn>>,
+    /// Columns an UPDATE may change without naming them: `ON UPDATE CURRENT_TIMESTAMP`
+    /// and generated columns.
+    pub implicit: Vec<String>,
 }
 
 impl TableInfo {
     /// A base table with the given primary key.
     pub fn base(primary_key: Vec<PkColumn>) -> TableInfo {
-        TableInfo { base_table: true, primary_key, unique_keys: Vec::new() }
+        TableInfo { base_table: true, primary_key, unique_keys: Vec::new(), indexes: Vec::new(), implicit: Vec::new() }
     }
 
     /// This table with one more unique secondary key.
@@ -85,9 +92,21 @@ impl TableInfo {
         self
     }
 
+    /// This table with one more non-unique index.
+    pub fn with_index(mut self, columns: Vec<PkColumn>) -> TableInfo {
+        self.indexes.push(columns);
+        self
+    }
+
+    /// This table with one more column an UPDATE may change without naming it.
+    pub fn with_implicit(mut self, column: &str) -> TableInfo {
+        self.implicit.push(column.to_string());
+        self
+    }
+
     /// A view, or a table that does not exist: never cached.
     pub fn not_base() -> TableInfo {
-        TableInfo { base_table: false, primary_key: Vec::new(), unique_keys: Vec::new() }
+        TableInfo { base_table: false, ..TableInfo::base(Vec::new()) }
     }
 
     /// The single integer primary-key column, lower-cased, if the key is exactly that.
@@ -99,11 +118,16 @@ impl TableInfo {
     }
 
     /// The keys tagged by value: the primary key unless it is the integer one, then the
-    /// unique keys; each once, and only those whose every column is taggable.
+    /// unique keys, then the other indexes; each once, and only those whose every column
+    /// is taggable.
     fn value_keys(&self) -> Vec<KeyDef> {
         let pk = (self.int_pk().is_none()).then_some(&self.primary_key);
         let mut out: Vec<KeyDef> = Vec::new();
-        for cols in pk.into_iter().chain(&self.unique_keys) {
+        // An index also serves reads by its leading columns (`WHERE user_id = ?` on an
+        // index of (user_id, created_at)): its prefixes come after every full key.
+        let prefixes: Vec<Vec<PkColumn>> =
+            self.indexes.iter().flat_map(|ix| (1..ix.len()).rev().map(|n| ix[..n].to_vec())).collect();
+        for cols in pk.into_iter().chain(&self.unique_keys).chain(&self.indexes).chain(&prefixes) {
             let named: Vec<(String, Option<Fold>)> = cols.iter().map(|c| (c.name.clone(), c.fold())).collect();
             match KeyDef::new(&named) {
                 Some(k) if !out.iter().any(|o| o.id == k.id) && self.int_pk().as_deref() != Some(&*k.id) => out.push(k),
@@ -122,6 +146,8 @@ pub(crate) struct Known {
     pub int_pk: Option<Arc<str>>,
     /// Keys tagged by value (see [`TableInfo::value_keys`]).
     pub keys: Arc<[KeyDef]>,
+    /// Lower-cased columns an UPDATE may change without naming them.
+    pub implicit: Arc<[Arc<str>]>,
 }
 
 const SHARDS: usize = 16;
@@ -174,7 +200,9 @@ impl SchemaRegistry {
     /// Record what the metadata task learned about a table.
     pub fn set_table(&self, db: &str, table: &str, info: TableInfo) {
         let t = TableName::new(db, table);
-        let known = Known { base_table: info.base_table, int_pk: info.int_pk(), keys: info.value_keys().into() };
+        let implicit = info.implicit.iter().map(|c| Arc::from(c.to_ascii_lowercase())).collect();
+        let known =
+            Known { base_table: info.base_table, int_pk: info.int_pk(), keys: info.value_keys().into(), implicit };
         self.wanted.lock().remove(&t);
         self.shard(&t).write().insert(t, known);
     }

@@ -35,6 +35,8 @@ pub enum Invalidation {
         keys: Vec<i64>,
         /// Values of the other keys the write knows (see [`Scope::Values`]).
         values: Vec<KeyValues>,
+        /// How the rows changed: decides which row-tagged results survive ([`RowChange`]).
+        change: RowChange,
     },
     /// Anything in one table may have changed.
     Table {
@@ -50,6 +52,25 @@ pub enum Invalidation {
     },
     /// Anything may have changed: drop every result.
     All,
+}
+
+/// How the rows of an [`Invalidation::Keys`] changed. A result tagged with the primary
+/// keys of the rows it returned ([`RowTag`]) whose membership and order depend only on
+/// columns a change leaves alone is dropped only if it returned one of the changed rows:
+/// an UPDATE that assigns none of those columns cannot move a row into or out of it, and
+/// a DELETE can only take out a row it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RowChange {
+    /// Rows inserted, or a change not told apart: results go by their scope alone (a new
+    /// row may join any result).
+    Any,
+    /// Rows inserted whose integer primary-key values are not known (auto-increment): as
+    /// `Any`, and every result tagged with primary-key points or ranges goes too.
+    InsertUnknownKeys,
+    /// Existing rows updated; these columns (lower-cased) are all that may have changed.
+    Update(Vec<Arc<str>>),
+    /// Existing rows deleted.
+    Delete,
 }
 
 /// Who reported an invalidation (for the counters).
@@ -74,8 +95,8 @@ pub enum Scope {
     Points(Vec<i64>),
     /// Only rows whose single-column integer primary key lies in `lo..=hi`.
     Range(i64, i64),
-    /// Only rows whose key `values.key` (a string or composite primary key, or a unique
-    /// secondary key) has one of `values.values`.
+    /// Only rows whose key `values.key` (a string or composite primary key, a unique
+    /// secondary key, an index or its leading columns) has one of `values.values`.
     Values(KeyValues),
 }
 
@@ -102,6 +123,21 @@ pub struct Tag {
     pub table: TableName,
     /// Which of its rows.
     pub scope: Scope,
+    /// Set when the result's rows can be told by their primary key ([`RowTag`]).
+    pub rows: Option<RowTag>,
+}
+
+/// How a single-table read's result is tagged with the rows it returned: the integer
+/// primary key's values, read from the reply's column `pk`, and the columns that decide
+/// which rows it holds and in what order (WHERE and ORDER BY).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowTag {
+    /// The table's integer primary-key column (lower-cased).
+    pub pk: Arc<str>,
+    /// Lower-cased columns the result's membership and order depend on; None: any column.
+    pub deps: Option<Arc<[Arc<str>]>>,
+    /// The reply is in the binary protocol (a prepared statement's execution).
+    pub binary: bool,
 }
 
 /// Every dependency of a cached result.

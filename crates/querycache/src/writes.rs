@@ -6,24 +6,33 @@ use crate::keys::{encode, row_values, KeyDef, Part};
 use crate::plan::Values;
 use crate::schema::Known;
 use crate::scopes::MAX_WRITE_POINTS;
-use crate::types::{Invalidation, KeyValues, Param, Scope, TableName};
+use crate::types::{Invalidation, KeyValues, Param, RowChange, Scope, TableName};
 
-/// The key values a single-table write changes, if it can be narrowed to rows: the
-/// integer primary key's values, and the values of the value-tagged keys it knows
+/// What a single-table write changes, if it can be narrowed to rows: the integer primary
+/// key's values, the values of the value-tagged keys it knows, and how the rows change
 /// ([`crate::Invalidation::Keys`]). None: table-level.
-///
+pub(crate) type Narrowed = (Vec<i64>, Vec<KeyValues>, RowChange);
+
+/// [`Narrowed`] of a write:
 /// - UPDATE / DELETE are narrowed by their WHERE: to integer primary-key values when the
-///   table has that key (every value-tagged result of the table goes: the old values of
-///   its unique keys are not in the statement), else to the values of the first key bound
-///   by equalities on all its columns (every other key's results go). An UPDATE that
-///   assigns a column of that key is table-level (the new rows' values are unknown).
-/// - INSERT with a column list and VALUES is narrowed to the rows' values: the integer
-///   primary key must be given (not 0: auto-increment), and each value-tagged key whose
-///   columns all have literals of their kind is listed (the others' results go).
-pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, known: &Known) -> Option<(Vec<i64>, Vec<KeyValues>)> {
-    let (preds, assigned) = match k {
-        WriteKeys::Update { preds, assigned } => (preds, &assigned[..]),
-        WriteKeys::Delete { preds } => (preds, &[][..]),
+///   table has that key (every value-tagged result of the table goes unless its rows are
+///   known and untouched: the old values of its other keys are not in the statement), else
+///   to the values of the first key bound by equalities on all its columns (every other
+///   key's results go). An UPDATE that assigns a column of that key is table-level (the
+///   new rows' values are unknown). An UPDATE's change lists the columns it assigns and
+///   those the table updates by itself ([`crate::schema::TableInfo::implicit`]).
+/// - INSERT with a column list and VALUES is narrowed to the rows' values: each
+///   value-tagged key whose columns all have literals of their kind is listed (the others'
+///   results go), and the integer primary key's values when given (not 0); when they are
+///   not (auto-increment), every result tagged by primary-key points or ranges goes.
+pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, known: &Known) -> Option<Narrowed> {
+    let (preds, assigned, change) = match k {
+        WriteKeys::Update { preds, assigned } => {
+            let mut cols = assigned.clone();
+            cols.extend(known.implicit.iter().cloned());
+            (preds, &assigned[..], RowChange::Update(cols))
+        }
+        WriteKeys::Delete { preds } => (preds, &[][..], RowChange::Delete),
         WriteKeys::Insert { columns, rows } => return insert_keys(columns, rows, v, known),
     };
     if let Some(pk) = known.int_pk.as_deref() {
@@ -35,13 +44,13 @@ pub(crate) fn write_keys(k: &WriteKeys, v: &Values<'_>, known: &Known) -> Option
             Scope::Range(lo, hi) if (hi as i128 - lo as i128) < MAX_WRITE_POINTS as i128 => (lo..=hi).collect(),
             _ => return None,
         };
-        return Some((keys, Vec::new()));
+        return Some((keys, Vec::new(), change));
     }
     known.keys.iter().find_map(|key| {
         if key.columns.iter().any(|(c, _)| assigned.contains(c)) {
             return None;
         }
-        Some((Vec::new(), vec![v.key_values(preds, key, MAX_WRITE_POINTS)?]))
+        Some((Vec::new(), vec![v.key_values(preds, key, MAX_WRITE_POINTS)?], change.clone()))
     })
 }
 
@@ -54,7 +63,7 @@ fn insert_keys(
     rows: &[Vec<Option<SlotRef>>],
     v: &Values<'_>,
     known: &Known,
-) -> Option<(Vec<i64>, Vec<KeyValues>)> {
+) -> Option<Narrowed> {
     if rows.len() > MAX_WRITE_POINTS {
         return None;
     }
@@ -63,16 +72,16 @@ fn insert_keys(
         row.get(i).copied().flatten()
     };
     let keys = match known.int_pk.as_deref() {
-        Some(pk) => {
-            rows.iter().map(|r| cell(r, pk).and_then(|s| v.int(s)).filter(|k| *k != 0)).collect::<Option<_>>()?
-        }
-        None => Vec::new(),
+        Some(pk) => rows.iter().map(|r| cell(r, pk).and_then(|s| v.int(s)).filter(|k| *k != 0)).collect(),
+        None => Some(Vec::new()),
     };
     let values: Vec<KeyValues> = known.keys.iter().filter_map(|key| insert_values(key, rows, v, &cell)).collect();
-    if known.int_pk.is_none() && values.is_empty() {
-        return None;
+    match keys {
+        _ if known.int_pk.is_none() && values.is_empty() => None,
+        Some(keys) => Some((keys, values, RowChange::Any)),
+        None if values.is_empty() => None,
+        None => Some((Vec::new(), values, RowChange::InsertUnknownKeys)),
     }
-    Some((keys, values))
 }
 
 /// The values of `key` in every inserted row; None if a row lacks one.
@@ -116,7 +125,8 @@ impl crate::QueryCache {
     /// registry knows the table's keys and the images hold their values (else
     /// table-level); a value-tagged key whose value is unknown or refused in any image
     /// (NULL included: an image may leave columns out) is left unlisted, so every result
-    /// tagged on it goes.
+    /// tagged on it goes. `change`: what the event did (an update's assigned columns are
+    /// those whose images differ).
     pub fn rows_changed<R>(
         &self,
         db: &str,
@@ -124,6 +134,7 @@ impl crate::QueryCache {
         columns: &[String],
         rows: &[R],
         value: impl Fn(&R, usize) -> Param,
+        change: RowChange,
     ) -> Invalidation {
         let t = TableName::new(db, table);
         let whole = || Invalidation::Table { db: db.to_string(), table: table.to_string() };
@@ -149,6 +160,6 @@ impl crate::QueryCache {
         if known.int_pk.is_none() && values.is_empty() {
             return whole();
         }
-        Invalidation::Keys { db: db.to_string(), table: table.to_string(), keys, values }
+        Invalidation::Keys { db: db.to_string(), table: table.to_string(), keys, values, change }
     }
 }

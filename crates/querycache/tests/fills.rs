@@ -30,7 +30,13 @@ fn fill_racing_an_invalidation_is_refused() {
     // The backend answers the old row, then a write of row 5 is invalidated before the
     // fill finishes: the old row must not be stored.
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![5], values: vec![] },
+        &Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "sbtest1".into(),
+            keys: vec![5],
+            values: vec![],
+            change: querycache::RowChange::Any,
+        },
         Source::Proxy,
     );
     c.finish_fill(f, Some(&rows("old")));
@@ -105,7 +111,13 @@ fn a_miss_after_an_invalidation_does_not_follow_an_older_query() {
     let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 11");
     let _old = leader(c.begin_fill(&key, &tags));
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![11], values: vec![] },
+        &Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "sbtest1".into(),
+            keys: vec![11],
+            values: vec![],
+            change: querycache::RowChange::Any,
+        },
         Source::Proxy,
     );
     assert!(matches!(c.begin_fill(&key, &tags), FillStart::Leader(_)));
@@ -128,7 +140,13 @@ fn memory_bound_holds_with_many_entries() {
     // The most recent entries are there and still invalidate correctly.
     assert!(read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id=39999", &rows(&big)).1);
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![39999], values: vec![] },
+        &Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "sbtest1".into(),
+            keys: vec![39999],
+            values: vec![],
+            change: querycache::RowChange::Any,
+        },
         Source::Binlog,
     );
     assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id=39999", &rows(&big)).1);

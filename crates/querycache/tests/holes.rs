@@ -105,7 +105,13 @@ fn analyze_runs_the_statement() {
     let p = exec(&c, &mut s, "ANALYZE UPDATE t3 SET c = 'x' WHERE id = 2", 0x0002);
     assert_eq!(
         invs(&p),
-        [Invalidation::Keys { db: "sbtest".into(), table: "t3".into(), keys: vec![2], values: vec![] }]
+        [Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "t3".into(),
+            keys: vec![2],
+            values: vec![],
+            change: querycache::RowChange::Update(vec!["c".into()])
+        }]
     );
     let p = exec(&c, &mut s, "ANALYZE FORMAT=JSON DELETE FROM sbtest1", 0x0002);
     assert_eq!(invs(&p), [Invalidation::Table { db: "sbtest".into(), table: "sbtest1".into() }]);

@@ -85,7 +85,7 @@ fn binlog<'a>(table: &'a str, columns: &'a [&'a str], images: &'a [&'a [&'a str]
             "NULL" => Param::Null,
             v => v.parse::<i64>().map_or_else(|_| Param::Str(v.as_bytes().into()), Param::Int),
         };
-        let inv = c.rows_changed("sbtest", table, &cols, images, value);
+        let inv = c.rows_changed("sbtest", table, &cols, images, value, querycache::RowChange::Any);
         assert!(matches!(inv, Invalidation::Keys { .. }), "{inv:?}");
         c.invalidate(&inv, Source::Binlog);
     }

@@ -108,7 +108,8 @@ fn prepared_statements_key_on_parameters_and_tag_by_them() {
             db: "sbtest".into(),
             table: "sbtest1".into(),
             keys: vec![7],
-            values: vec![]
+            values: vec![],
+            change: querycache::RowChange::Update(vec!["k".into()])
         }])
     );
     // A prepared SET cannot be followed.

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{cache, exec, read, rows, session};
-use querycache::{Invalidation, Plan, Scope, Source, TableName, Tag};
+use querycache::{Invalidation, Plan, RowChange, Scope, Source, TableName, Tag};
 
 fn tags(sql: &str) -> Vec<Tag> {
     let c = cache();
@@ -31,7 +31,15 @@ fn write(sql: &str) -> Vec<Invalidation> {
 }
 
 fn keys(k: &[i64]) -> Vec<Invalidation> {
-    vec![Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: k.to_vec(), values: vec![] }]
+    keys_by(k, RowChange::Any)
+}
+
+fn keys_by(k: &[i64], change: RowChange) -> Vec<Invalidation> {
+    vec![Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: k.to_vec(), values: vec![], change }]
+}
+
+fn set(cols: &[&str]) -> RowChange {
+    RowChange::Update(cols.iter().map(|c| (*c).into()).collect())
 }
 
 fn table(t: &str) -> Invalidation {
@@ -69,11 +77,11 @@ fn other_key_shapes() {
 
 #[test]
 fn writes_invalidate_keys_or_tables() {
-    assert_eq!(write("UPDATE sbtest1 SET k=k+1 WHERE id=5"), keys(&[5]));
-    assert_eq!(write("UPDATE sbtest1 SET c='x' WHERE id IN (5, 6)"), keys(&[5, 6]));
-    assert_eq!(write("DELETE FROM sbtest1 WHERE id=5"), keys(&[5]));
+    assert_eq!(write("UPDATE sbtest1 SET k=k+1 WHERE id=5"), keys_by(&[5], set(&["k"])));
+    assert_eq!(write("UPDATE sbtest1 SET c='x', K=2 WHERE id IN (5, 6)"), keys_by(&[5, 6], set(&["c", "k"])));
+    assert_eq!(write("DELETE FROM sbtest1 WHERE id=5"), keys_by(&[5], RowChange::Delete));
     assert_eq!(write("INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 1, 'c', 'p'), (6, 1, 'c', 'p')"), keys(&[5, 6]));
-    assert_eq!(write("UPDATE sbtest1 SET k=k+1 WHERE id BETWEEN 1 AND 3"), keys(&[1, 2, 3]));
+    assert_eq!(write("UPDATE sbtest1 SET k=k+1 WHERE id BETWEEN 1 AND 3"), keys_by(&[1, 2, 3], set(&["k"])));
     // Assigning the key, no key predicate, auto-increment, REPLACE, ON DUPLICATE: table.
     assert_eq!(write("UPDATE sbtest1 SET id=id+1 WHERE id=5"), vec![table("sbtest1")]);
     assert_eq!(write("UPDATE sbtest1 SET k=1 WHERE k=5"), vec![table("sbtest1")]);
@@ -90,7 +98,13 @@ fn writes_invalidate_keys_or_tables() {
     assert_eq!(multi, vec![table("sbtest1"), table("t3")]);
     assert_eq!(
         write("DELETE FROM other.t1 WHERE id = 3"),
-        vec![Invalidation::Keys { db: "other".into(), table: "t1".into(), keys: vec![3], values: vec![] }]
+        vec![Invalidation::Keys {
+            db: "other".into(),
+            table: "t1".into(),
+            keys: vec![3],
+            values: vec![],
+            change: RowChange::Delete
+        }]
     );
     // Unparseable and unknown statements: everything.
     assert_eq!(write("UPDATE sbtest1 SET k = = 1 WHERE id = 1"), vec![Invalidation::All]);
@@ -122,7 +136,13 @@ fn update_of_one_row_keeps_other_rows_results() {
     assert!(!read(&c, &mut s, "SELECT COUNT(*) FROM sbtest1", &rows("n")).1, "table-level result dropped");
     // A binlog row change inside a range drops the range.
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![7], values: vec![] },
+        &Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "sbtest1".into(),
+            keys: vec![7],
+            values: vec![],
+            change: querycache::RowChange::Any,
+        },
         Source::Binlog,
     );
     assert!(!read(&c, &mut s, "SELECT c FROM sbtest1 WHERE id BETWEEN 6 AND 9", &rows("r2")).1);

@@ -67,7 +67,13 @@ fn a_fill_from_a_snapshot_older_than_an_invalidation_is_refused() {
     // Another session commits a change the binlog reports while this transaction runs:
     // the transaction's snapshot (repeatable read) still shows the old row.
     c.invalidate(
-        &Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys: vec![1], values: vec![] },
+        &Invalidation::Keys {
+            db: "sbtest".into(),
+            table: "sbtest1".into(),
+            keys: vec![1],
+            values: vec![],
+            change: querycache::RowChange::Any,
+        },
         Source::Binlog,
     );
     assert!(!read(&c, &mut s, Q, &rows("old snapshot")).1);
@@ -111,7 +117,13 @@ fn by_id(id: i64) -> String {
 }
 
 fn changed(c: &querycache::QueryCache, keys: Vec<i64>) {
-    let inv = Invalidation::Keys { db: "sbtest".into(), table: "sbtest1".into(), keys, values: vec![] };
+    let inv = Invalidation::Keys {
+        db: "sbtest".into(),
+        table: "sbtest1".into(),
+        keys,
+        values: vec![],
+        change: querycache::RowChange::Any,
+    };
     c.invalidate(&inv, Source::Binlog);
 }
 

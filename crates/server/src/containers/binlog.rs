@@ -56,7 +56,7 @@ pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
     let same =
         |w: &Watched, db: &str, table: &str| w.db.eq_ignore_ascii_case(db) && w.table.eq_ignore_ascii_case(table);
     match change {
-        Change::Rows { db, table, schema, rows } => {
+        Change::Rows { db, table, schema, rows, .. } => {
             for w in watched.iter().filter(|w| same(w, db, table)) {
                 match schema.columns.iter().position(|c| c.eq_ignore_ascii_case(&w.key_column)) {
                     Some(i) => {

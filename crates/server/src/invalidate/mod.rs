@@ -108,7 +108,7 @@ impl Rules {
     /// Applies one binlog change (called on the feed's thread, in binlog order).
     pub fn apply(&self, change: &Change) {
         match change {
-            Change::Rows { db, table, schema, rows } => {
+            Change::Rows { db, table, schema, rows, .. } => {
                 for rule in self.rules.iter().filter(|r| r.is(db, table)) {
                     let mut keys: Vec<Vec<u8>> = Vec::with_capacity(rows.len() * rule.templates.len());
                     for row in rows {
@@ -261,6 +261,7 @@ mod tests {
             table: "users".into(),
             schema,
             rows: vec![row(1, "old@x"), row(1, "new@x")],
+            kind: binlog::RowsKind::Update(vec![1]),
         });
         for (k, there) in [
             ("user:1", false),

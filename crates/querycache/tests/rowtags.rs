@@ -1,0 +1,231 @@
+//! Row tags: a single-table result is tagged with the primary keys of the rows it
+//! returned, so a write to other rows that leaves the columns it selects by alone does
+//! not drop it; and non-unique indexes tag results by value.
+mod common;
+
+use common::{exec, session};
+use protocol_mysql::resultset::{write_text_row, ColumnDefinition};
+use protocol_mysql::value::ColumnType;
+use querycache::{
+    Config, InTransactions, Invalidation, Mode, Param, PkColumn, Plan, QueryCache, RowChange, Session, Source,
+    TableInfo,
+};
+
+/// shop.users (id, email unique _ci, karma, updated_at ON UPDATE) and shop.posts (id,
+/// user_id indexed, score, title).
+fn cache() -> QueryCache {
+    let c = QueryCache::new(Config {
+        size: 64 << 20,
+        limit: 1 << 20,
+        mode: Mode::On,
+        in_transactions: InTransactions::ReadOnly,
+    });
+    let ci = |n: &str| PkColumn::new(n, "varchar", Some("utf8mb4_general_ci"));
+    let users = TableInfo::base(vec![PkColumn::int("id")]).with_unique(vec![ci("email")]).with_implicit("updated_at");
+    c.schema().set_table("shop", "users", users);
+    let posts =
+        TableInfo::base(vec![PkColumn::int("id")]).with_index(vec![PkColumn::int("user_id"), PkColumn::int("score")]);
+    c.schema().set_table("shop", "posts", posts);
+    c.schema().set_effects(querycache::EffectsBuilder::default().build());
+    c
+}
+
+fn shop(c: &QueryCache) -> Session {
+    let mut s = session(c);
+    exec(c, &mut s, "USE shop", 0x0002);
+    s
+}
+
+fn packet(seq: &mut u8, payload: &[u8], out: &mut Vec<u8>) {
+    let n = payload.len();
+    out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, *seq]);
+    out.extend_from_slice(payload);
+    *seq += 1;
+}
+
+/// A text result set of `table`'s columns `cols` (physical names) and these rows.
+fn result(table: &str, cols: &[&str], rows: &[&[&str]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut seq = 1;
+    packet(&mut seq, &[cols.len() as u8], &mut out);
+    for c in cols {
+        let def = ColumnDefinition {
+            catalog: b"def",
+            schema: b"shop",
+            table: table.as_bytes(),
+            org_table: table.as_bytes(),
+            name: c.as_bytes(),
+            org_name: c.as_bytes(),
+            charset: 63,
+            column_length: 11,
+            column_type: ColumnType::Long,
+            flags: 0,
+            decimals: 0,
+            default_values: None,
+        };
+        let mut p = Vec::new();
+        def.write(&mut p);
+        packet(&mut seq, &p, &mut out);
+    }
+    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+    for r in rows {
+        let mut p = Vec::new();
+        write_text_row(&mut p, &r.iter().map(|v| Some(v.as_bytes())).collect::<Vec<_>>());
+        packet(&mut seq, &p, &mut out);
+    }
+    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+    out
+}
+
+/// Read `sql` once (filling with `reply`); true if it was a hit.
+fn read(c: &QueryCache, s: &mut Session, sql: &str, reply: &[u8]) -> bool {
+    common::read(c, s, sql, reply).1
+}
+
+/// Cache each (sql, reply), run `write`, and say which reads are still hits.
+fn after(c: &QueryCache, s: &mut Session, reads: &[(&str, Vec<u8>)], write: &str) -> Vec<bool> {
+    for (sql, r) in reads {
+        read(c, s, sql, r);
+        assert!(read(c, s, sql, r), "{sql} was not cached");
+    }
+    assert!(matches!(exec(c, s, write, 0x0002), Plan::Write(_)), "{write}");
+    reads.iter().map(|(sql, r)| read(c, s, sql, r)).collect()
+}
+
+#[test]
+fn unique_key_results_survive_updates_of_other_rows() {
+    let c = cache();
+    let mut s = shop(&c);
+    let a = || {
+        (
+            "SELECT id, email, karma FROM users WHERE email = 'a@x'",
+            result("users", &["id", "email", "karma"], &[&["1", "a@x", "0"]]),
+        )
+    };
+    // Without the primary key in the select list the rows are not known: it goes.
+    let blind = || ("SELECT karma FROM users WHERE email = 'b@x'", result("users", &["karma"], &[&["0"]]));
+    assert_eq!(after(&c, &mut s, &[a(), blind()], "UPDATE users SET karma = karma + 1 WHERE id = 2"), [true, false]);
+    assert_eq!(after(&c, &mut s, &[a(), blind()], "UPDATE users SET karma = karma + 1 WHERE id = 1"), [false, false]);
+    // Assigning the column it selects by: any row may move into it.
+    assert_eq!(after(&c, &mut s, &[a()], "UPDATE users SET email = 'a@x' WHERE id = 2"), [false]);
+    // A delete takes out only rows a result holds.
+    assert_eq!(after(&c, &mut s, &[a()], "DELETE FROM users WHERE id = 2"), [true]);
+    assert_eq!(after(&c, &mut s, &[a()], "DELETE FROM users WHERE id = 1"), [false]);
+    // An insert may add a row to any result not tagged by the key values it names.
+    assert_eq!(after(&c, &mut s, &[a()], "INSERT INTO users (id, email) VALUES (9, 'z@x')"), [true]);
+    assert_eq!(after(&c, &mut s, &[a()], "INSERT INTO users (id, email) VALUES (8, 'A@X')"), [false]);
+}
+
+#[test]
+fn columns_the_table_updates_itself_count_as_assigned() {
+    let c = cache();
+    let mut s = shop(&c);
+    let recent = || ("SELECT id FROM users WHERE updated_at > 5", result("users", &["id"], &[&["1"]]));
+    let plain = || ("SELECT id FROM users WHERE karma > 5", result("users", &["id"], &[&["1"]]));
+    assert_eq!(after(&c, &mut s, &[recent(), plain()], "UPDATE users SET email = 'q' WHERE id = 3"), [false, true]);
+}
+
+#[test]
+fn index_lists_are_tagged_by_value_and_rows() {
+    let c = cache();
+    let mut s = shop(&c);
+    let list = || {
+        let sql = "SELECT id, title FROM posts WHERE user_id = 3 ORDER BY id DESC LIMIT 10";
+        (sql, result("posts", &["id", "title"], &[&["9", "t"], &["5", "t"]]))
+    };
+    let by_score = || {
+        let sql = "SELECT id, score AS s FROM posts WHERE user_id = 4 ORDER BY s LIMIT 2";
+        (sql, result("posts", &["id", "score"], &[&["6", "1"]]))
+    };
+    let other = || ("SELECT id FROM posts WHERE user_id = 7", result("posts", &["id"], &[&["70"]]));
+    let w = |sql| after(&c, &mut shop(&c), &[list(), by_score(), other()], sql);
+    // New posts (auto-increment ids) of another user, of this user.
+    assert_eq!(w("INSERT INTO posts (user_id, title, score) VALUES (8, 'n', 1)"), [true, true, true]);
+    assert_eq!(w("INSERT INTO posts (user_id, title, score) VALUES (3, 'n', 1)"), [false, true, true]);
+    // Updates by primary key: of a row not in it, of a row in it, of a column it orders by
+    // (through an alias), of the column it selects by.
+    assert_eq!(w("UPDATE posts SET title = 'x' WHERE id = 7"), [true, true, true]);
+    assert_eq!(w("UPDATE posts SET title = 'x' WHERE id = 9"), [false, true, true]);
+    assert_eq!(w("UPDATE posts SET score = 2 WHERE id = 7"), [true, false, true]);
+    // (the new value is not used: any result selecting by the column goes).
+    assert_eq!(w("UPDATE posts SET user_id = 3 WHERE id = 7"), [false, false, false]);
+    let _ = read(&c, &mut s, list().0, &list().1);
+}
+
+#[test]
+fn results_whose_rows_depend_on_other_rows_are_not_row_tagged() {
+    let c = cache();
+    let mut s = shop(&c);
+    let r = |sql: &'static str| (sql, result("posts", &["id"], &[&["5"]]));
+    let reads = [
+        r("SELECT id FROM posts WHERE user_id = 3 ORDER BY id LIMIT 10 OFFSET 1"),
+        r("SELECT id, COUNT(*) FROM posts WHERE user_id = 3"),
+        r("SELECT DISTINCT id FROM posts WHERE user_id = 3"),
+        r("SELECT id FROM posts WHERE user_id = 3 GROUP BY id"),
+        r("SELECT id FROM posts WHERE user_id = 3 ORDER BY 1"),
+        r("SELECT id FROM posts WHERE user_id = 3"),
+    ];
+    assert_eq!(after(&c, &mut s, &reads, "DELETE FROM posts WHERE id = 7"), [false, false, false, false, true, true]);
+    assert_eq!(after(&c, &mut s, &reads, "UPDATE posts SET id = 70 WHERE id = 7"), [false; 6]);
+}
+
+#[test]
+fn primary_key_points_go_with_inserts_of_unknown_keys() {
+    let c = cache();
+    let mut s = shop(&c);
+    let missing = || ("SELECT id, title FROM posts WHERE id = 100", result("posts", &["id", "title"], &[]));
+    let list = || ("SELECT id FROM posts WHERE user_id = 3", result("posts", &["id"], &[&["5"]]));
+    assert_eq!(
+        after(&c, &mut s, &[missing(), list()], "INSERT INTO posts (user_id, title) VALUES (4, 'n')"),
+        [false, true]
+    );
+    assert_eq!(
+        after(&c, &mut s, &[missing(), list()], "INSERT INTO posts (id, user_id) VALUES (101, 4)"),
+        [true, true]
+    );
+}
+
+#[test]
+fn binlog_row_changes_spare_results_that_do_not_hold_the_rows() {
+    let c = cache();
+    let mut s = shop(&c);
+    let list = "SELECT id, title FROM posts WHERE user_id = 4 ORDER BY id DESC LIMIT 5";
+    let reply = result("posts", &["id", "title"], &[&["48", "t"], &["43", "t"]]);
+    let user4 = || {
+        let v = c.rows_changed(
+            "shop",
+            "posts",
+            &["id".into(), "user_id".into()],
+            &[[3, 4]],
+            |r, i| Param::Int(r[i]),
+            RowChange::Any,
+        );
+        match v {
+            Invalidation::Keys { values, .. } => values,
+            other => panic!("{other:?}"),
+        }
+    };
+    let binlog = |keys: Vec<i64>, change| {
+        let inv = Invalidation::Keys { db: "shop".into(), table: "posts".into(), keys, values: user4(), change };
+        c.invalidate(&inv, Source::Binlog);
+    };
+    let cached = |s: &mut Session| {
+        read(&c, s, list, &reply);
+        read(&c, s, list, &reply)
+    };
+    // Row 3 of user 4 (not among its newest) retitled, deleted: the list stays.
+    assert!(cached(&mut s));
+    binlog(vec![3], RowChange::Update(vec!["title".into()]));
+    assert!(read(&c, &mut s, list, &reply));
+    binlog(vec![3], RowChange::Delete);
+    assert!(read(&c, &mut s, list, &reply));
+    // Row 43 retitled; row 3 moved (a column the list orders or selects by); a new row.
+    binlog(vec![43], RowChange::Update(vec!["title".into()]));
+    assert!(!read(&c, &mut s, list, &reply));
+    assert!(cached(&mut s));
+    binlog(vec![3], RowChange::Update(vec!["user_id".into()]));
+    assert!(!read(&c, &mut s, list, &reply));
+    assert!(cached(&mut s));
+    binlog(vec![99], RowChange::Any);
+    assert!(!read(&c, &mut s, list, &reply));
+}
