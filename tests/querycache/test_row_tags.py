@@ -123,3 +123,19 @@ def test_prepared_results_are_row_tagged(proxy, pc, mariadb):
         bp.close(pc, sid)
     finally:
         w.close()
+
+
+def test_results_naming_no_assigned_column_stay(proxy, pc, mariadb, via):
+    """sysbench's writer (`UPDATE ... SET k = k + 1 WHERE id = ?`) against oltp_read_only's
+    reads: only those that name the column go, through the proxy or the binlog."""
+    kept = ["SELECT title FROM qc.rt_post WHERE id = 12",
+            "SELECT title FROM qc.rt_post WHERE id BETWEEN 10 AND 20 ORDER BY title",
+            "SELECT DISTINCT title FROM qc.rt_post WHERE id BETWEEN 10 AND 20 ORDER BY title",
+            "SELECT COUNT(*) FROM qc.rt_post WHERE id BETWEEN 10 AND 20"]
+    dropped = ["SELECT SUM(score) FROM qc.rt_post WHERE id BETWEEN 10 AND 20",
+               "SELECT * FROM qc.rt_post WHERE id = 12"]
+    check(proxy, pc, mariadb, via, "UPDATE qc.rt_post SET score = score + 1 WHERE id = 12", dropped, kept)
+    if via.kind == "direct":
+        time.sleep(1)  # the binlog's invalidation has come by now
+        for sql in kept:
+            assert is_hit(proxy, pc, sql)[0], sql

@@ -53,6 +53,9 @@ pub(crate) struct ReadInfo {
     /// Set when the result may be tagged with the rows it returns: the columns its rows'
     /// membership and order depend on (inner None: any column). See [`crate::RowTag`].
     pub row_deps: Option<Option<Arc<[Arc<str>]>>>,
+    /// Every column a single-table read names (None: `*`, or not known); see
+    /// [`crate::Tag::columns`].
+    pub columns: Option<Arc<[Arc<str>]>>,
 }
 
 /// The kind of a statement.
@@ -338,9 +341,10 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
     let single = tables.len() == 1;
     let preds = if single { ast::read_keys(&stmt) } else { Vec::new() };
     let row_deps = if single { ast::row_deps(&stmt).map(|d| d.map(Arc::from)) } else { None };
+    let columns = if single { ast::read_columns(&stmt).map(Arc::from) } else { None };
     let sql_cache =
         toks.iter().any(|t| t.kind == Tok::Word && digest[t.start..t.end].eq_ignore_ascii_case(b"SQL_CACHE"));
-    Kind::Read(ReadInfo { tables, preds, sql_cache, row_deps })
+    Kind::Read(ReadInfo { tables, preds, sql_cache, row_deps, columns })
 }
 
 fn write_stmt(stmt: &sqlparser::ast::Statement) -> Kind {

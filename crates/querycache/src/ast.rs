@@ -267,11 +267,13 @@ pub(crate) fn read_keys(stmt: &Statement) -> Vec<KeyPred> {
     preds(&sel.selection)
 }
 
-/// The columns an expression names (lower-cased), and whether it calls a function.
+/// The columns an expression names (lower-cased), whether it calls a function, and
+/// whether it names columns in a form not collected here (MATCH ... AGAINST).
 #[derive(Default)]
 struct Idents {
     cols: Vec<Arc<str>>,
     calls: bool,
+    opaque: bool,
 }
 
 impl Visitor for Idents {
@@ -281,6 +283,7 @@ impl Visitor for Idents {
         match e {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.cols.extend(column(e)),
             Expr::Function(_) => self.calls = true,
+            Expr::MatchAgainst { .. } => self.opaque = true,
             _ => {}
         }
         ControlFlow::Continue(())
@@ -341,16 +344,24 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
             SelectItem::ExprWithAliases { .. } => return None,
         };
         let id = idents(expr);
-        if id.calls {
+        if id.calls || id.opaque {
             return None;
         }
         items.push((alias, id.cols));
     }
-    let mut deps = sel.selection.as_ref().map_or_else(Vec::new, |w| idents(w).cols);
+    let mut deps = match sel.selection.as_ref().map(idents) {
+        Some(w) if w.opaque => return None,
+        Some(w) => w.cols,
+        None => Vec::new(),
+    };
     if let Some(ob) = &q.order_by {
         let OrderByKind::Expressions(list) = &ob.kind else { return None };
         for o in list {
-            let cols = idents(&o.expr).cols;
+            let id = idents(&o.expr);
+            if id.opaque {
+                return None;
+            }
+            let cols = id.cols;
             if cols.is_empty() {
                 // `ORDER BY 2` (a position; the digest made the number a `?`).
                 if star {
@@ -369,6 +380,26 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
     deps.sort();
     deps.dedup();
     Some(Some(deps))
+}
+
+/// Every column a read of one table names anywhere (select list, WHERE, GROUP BY, HAVING,
+/// ORDER BY, ...), lower-cased: an UPDATE that assigns none of them cannot change its
+/// result. None for `*` (every column), set operations, or columns named in a form not
+/// collected (MATCH ... AGAINST).
+pub(crate) fn read_columns(stmt: &Statement) -> Option<Vec<Arc<str>>> {
+    let Statement::Query(q) = stmt else { return None };
+    let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    if sel.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))) {
+        return None;
+    }
+    let id = idents(stmt);
+    if id.opaque {
+        return None;
+    }
+    let mut cols = id.cols;
+    cols.sort();
+    cols.dedup();
+    Some(cols)
 }
 
 /// Key information of a single-table INSERT, UPDATE or DELETE.

@@ -332,7 +332,7 @@ impl QueryCache {
         let alive = |h: &Hk| self.engine.access(h, Receipt::none()).lookup().is_ok();
         for (tag, rows) in fill.tags.0.iter().zip(&rows) {
             let rows = rows.as_ref().map(|(p, d)| (&p[..], d.clone()));
-            if !self.index.add(&mut l, &tag.table, &tag.scope, rows, fill.hk, &alive) {
+            if !self.index.add(&mut l, &tag.table, &tag.scope, tag.columns.clone(), rows, fill.hk, &alive) {
                 // The index is over its bound: drop this table's entries (fail safe).
                 self.drop_tables(&mut l, &tag.table, None);
             }

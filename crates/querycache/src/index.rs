@@ -27,8 +27,15 @@ pub(crate) struct RowKeys<'a> {
     pub change: &'a RowChange,
 }
 
-/// What a row-tagged entry's membership and order depend on (None: any column).
+/// A set of lower-cased columns (None: any column).
 pub(crate) type Deps = Option<Arc<[Arc<str>]>>;
+
+/// What a tagged entry read: every column it names (None: not known), and when it is
+/// row-tagged, the columns its rows depend on.
+struct Reads {
+    columns: Deps,
+    rows: Option<Deps>,
+}
 
 /// One key's entries by encoded value.
 type ByValue = HashMap<Box<[u8]>, Vec<Hk>>;
@@ -95,6 +102,15 @@ impl Recent {
     }
 }
 
+/// Whether entry `hk` names none of the columns an UPDATE assigns: then no change of any
+/// row can alter it.
+fn untouched(tagged: &HashMap<Hk, Reads>, hk: &Hk, change: &RowChange) -> bool {
+    match (change, tagged.get(hk)) {
+        (RowChange::Update(cols), Some(Reads { columns: Some(named), .. })) => !cols.iter().any(|c| named.contains(c)),
+        _ => false,
+    }
+}
+
 /// One table's version and references.
 #[derive(Default)]
 pub(crate) struct TableState {
@@ -113,8 +129,8 @@ pub(crate) struct TableState {
     values: HashMap<Arc<str>, ByValue>,
     /// Row tags: integer primary key → entries that returned that row.
     rows: HashMap<i64, Vec<Hk>>,
-    /// Row-tagged entries and what their rows depend on.
-    tagged: HashMap<Hk, Deps>,
+    /// What row- or column-tagged entries read.
+    tagged: HashMap<Hk, Reads>,
     refs: usize,
 }
 
@@ -146,27 +162,33 @@ impl TableState {
         self.recent.note(seq, keys);
     }
 
-    /// Record that entry `hk` returned exactly the rows with primary keys `rows`, which it
-    /// holds by columns `deps` ([`crate::RowTag`]); None: forget any such record (the
-    /// entry is stored again without one).
-    fn set_rows(&mut self, hk: Hk, rows: Option<(&[i64], Deps)>) {
-        let Some((rows, deps)) = rows else {
+    /// Record what entry `hk` read: every column it names (`columns`, if known) and the
+    /// rows it returned (`rows`: their primary keys, and the columns that decide them; see
+    /// [`crate::RowTag`]); with neither, forget any earlier record (the entry is stored
+    /// again without one).
+    fn set_reads(&mut self, hk: Hk, columns: Deps, rows: Option<(&[i64], Deps)>) {
+        if columns.is_none() && rows.is_none() {
             if self.tagged.remove(&hk).is_some() {
                 self.refs -= 1;
             }
             return;
-        };
-        if self.tagged.insert(hk, deps).is_none() {
+        }
+        let reads = Reads { columns, rows: rows.as_ref().map(|(_, d)| d.clone()) };
+        if self.tagged.insert(hk, reads).is_none() {
             self.refs += 1;
         }
-        for r in rows {
+        for r in rows.map_or(&[][..], |(r, _)| r) {
             self.refs += push_new(self.rows.entry(*r).or_default(), hk);
         }
     }
 
-    /// Whether a row-tagged entry `hk` is untouched by a change of rows it did not return.
+    /// Whether entry `hk` is untouched by a change of rows it did not return (or of any
+    /// rows: see [`untouched`]).
     fn survives(&self, hk: &Hk, change: &RowChange) -> bool {
-        match (change, self.tagged.get(hk)) {
+        if untouched(&self.tagged, hk, change) {
+            return true;
+        }
+        match (change, self.tagged.get(hk).and_then(|r| r.rows.as_ref())) {
             (RowChange::Delete, Some(_)) => true,
             (RowChange::Update(cols), Some(Some(deps))) => !cols.iter().any(|c| deps.contains(c)),
             _ => false,
@@ -227,10 +249,23 @@ impl TableState {
             out.extend(self.points.drain().flat_map(|(_, v)| v));
             self.ranges.drain_all(out);
         }
+        // Entries that hold or may hold these rows, unless they name no column it assigns.
         for key in k.ints {
-            out.extend(self.points.remove(key).into_iter().flatten());
-            self.ranges.drain_key(*key, out);
-            out.extend(self.rows.remove(key).into_iter().flatten());
+            for map in [&mut self.points, &mut self.rows] {
+                let Some(mut hs) = map.remove(key) else { continue };
+                hs.retain(|h| {
+                    let keep = untouched(&self.tagged, h, k.change);
+                    if !keep {
+                        out.push(*h);
+                    }
+                    keep
+                });
+                if !hs.is_empty() {
+                    map.insert(*key, hs);
+                }
+            }
+            let tagged = &self.tagged;
+            self.ranges.drain_key_unless(*key, &|h| untouched(tagged, h, k.change), out);
         }
         let mut values = std::mem::take(&mut self.values);
         let mut drain = |hs: &mut Vec<Hk>| {
@@ -363,13 +398,16 @@ impl Index {
     /// Record that entry `hk` depends on `scope` of `t`. Returns false if the index is
     /// over its bound even after collecting dead references: then the caller drops the
     /// table's entries.
-    /// `rows`: the primary keys of the rows it returned and what they depend on (see
+    /// `columns`: every column it names, if known (see [`crate::Tag::columns`]); `rows`:
+    /// the primary keys of the rows it returned and what they depend on (see
     /// [`crate::RowTag`]), if known.
+    #[allow(clippy::too_many_arguments)]
     pub fn add(
         &self,
         l: &mut Locked<'_>,
         t: &TableName,
         scope: &Scope,
+        columns: Deps,
         rows: Option<(&[i64], Deps)>,
         hk: Hk,
         alive: &dyn Fn(&Hk) -> bool,
@@ -377,7 +415,7 @@ impl Index {
         let st = l.state(self, t);
         let before = st.refs;
         st.add(scope, hk);
-        st.set_rows(hk, rows);
+        st.set_reads(hk, columns, rows);
         let total = if st.refs >= before {
             let added = st.refs - before;
             self.refs.fetch_add(added, Ordering::Relaxed) + added

@@ -338,7 +338,8 @@ impl QueryCache {
                 (Some(pk), Some(deps)) if single => Some(RowTag { pk: pk.clone(), deps: deps.clone(), binary }),
                 _ => None,
             };
-            tags.push(Tag { table: t, scope, rows });
+            let columns = if single { r.columns.clone() } else { None };
+            tags.push(Tag { table: t, scope, rows, columns });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
             return Err("statement too long");

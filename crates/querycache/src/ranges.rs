@@ -44,8 +44,9 @@ impl Ranges {
         Some(new)
     }
 
-    /// Remove every range holding `k`, appending its entries to `out`; returns how many.
-    pub fn drain_key(&mut self, k: i64, out: &mut Vec<Hk>) -> usize {
+    /// Remove every range holding `k` except those of entries `keep` names, appending
+    /// their entries to `out`; returns how many.
+    pub fn drain_key_unless(&mut self, k: i64, keep: &dyn Fn(&Hk) -> bool, out: &mut Vec<Hk>) -> usize {
         let mut n = 0;
         for (c, m) in self.classes.iter_mut().enumerate() {
             if m.is_empty() {
@@ -54,7 +55,7 @@ impl Ranges {
             let from = k.saturating_sub((1i64 << c) - 1);
             let hit: Vec<(i64, Hk)> = m
                 .range((from, [0u8; 16])..=(k, [0xffu8; 16]))
-                .filter(|(_, hi)| **hi >= k)
+                .filter(|(key, hi)| **hi >= k && !keep(&key.1))
                 .map(|(key, _)| *key)
                 .collect();
             for key in hit {
@@ -126,11 +127,11 @@ mod tests {
         assert_eq!(r.insert(0, MAX_RANGE_WIDTH as i64 + 1, hk(2)), None);
         assert_eq!(r.insert(5, 4, hk(2)), None);
         let mut out = Vec::new();
-        assert_eq!(r.drain_key(9, &mut out), 0);
-        assert_eq!(r.drain_key(21, &mut out), 0);
-        assert_eq!(r.drain_key(20, &mut out), 1);
+        assert_eq!(r.drain_key_unless(9, &|_| false, &mut out), 0);
+        assert_eq!(r.drain_key_unless(21, &|_| false, &mut out), 0);
+        assert_eq!(r.drain_key_unless(20, &|_| false, &mut out), 1);
         assert_eq!(r.insert(10, 20, hk(1)), Some(true));
-        assert_eq!(r.drain_key(10, &mut out), 1);
+        assert_eq!(r.drain_key_unless(10, &|_| false, &mut out), 1);
         assert_eq!(out, vec![hk(1), hk(1)]);
         assert_eq!(r.len(), 0);
     }
@@ -164,7 +165,7 @@ mod tests {
             for _ in 0..40 {
                 let k = base.saturating_add((next() % 2100) as i64);
                 let mut out = Vec::new();
-                let n = r.drain_key(k, &mut out);
+                let n = r.drain_key_unless(k, &|_| false, &mut out);
                 let mut got: Vec<u8> = out.iter().map(|h| h[0]).collect();
                 got.sort_unstable();
                 assert_eq!(got, holding(&all, k), "key {k}");

@@ -225,4 +225,33 @@ mod tests {
         assert_eq!(pk_values(&r, true, true, "t", "id", 64), Some(vec![-4, 12]));
         assert_eq!(pk_values(&r, true, false, "t", "id", 64), None, "not text rows");
     }
+
+    /// Every truncation and every one-byte change of a valid reply is answered (a value or
+    /// None), never a panic; the fuzz target `analyze` feeds it arbitrary replies too.
+    #[test]
+    fn damaged_replies_do_not_panic() {
+        let cols = [("t", "id", ColumnType::Long), ("t", "s", ColumnType::VarString)];
+        for binary in [false, true] {
+            let types = [FieldType::new(ColumnType::Long), FieldType::new(ColumnType::VarString)];
+            let row = |id: i64| {
+                let mut p = Vec::new();
+                if binary {
+                    write_binary_row(&mut p, &types, &[Value::Int(id), Value::Bytes(b"abc")]).unwrap();
+                } else {
+                    write_text_row(&mut p, &[Some(id.to_string().as_bytes()), Some(b"abc")]);
+                }
+                p
+            };
+            let r = result(&cols, !binary, &[row(1), row(22), row(-3)]);
+            assert_eq!(pk_values(&r, binary, binary, "t", "id", 64), Some(vec![-3, 1, 22]));
+            for n in 0..r.len() {
+                let _ = pk_values(&r[..n], binary, binary, "t", "id", 64);
+                for x in [0u8, 1, 0x7f, 0xfb, 0xfc, 0xfe, 0xff] {
+                    let mut m = r.clone();
+                    m[n] = x;
+                    let _ = pk_values(&m, binary, binary, "t", "id", 64);
+                }
+            }
+        }
+    }
 }

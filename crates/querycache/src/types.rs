@@ -125,6 +125,10 @@ pub struct Tag {
     pub scope: Scope,
     /// Set when the result's rows can be told by their primary key ([`RowTag`]).
     pub rows: Option<RowTag>,
+    /// Every column of the table the read names, when known (a single-table read without
+    /// `*`): an UPDATE that assigns none of them cannot change the result, whichever rows
+    /// it changes.
+    pub columns: Option<Arc<[Arc<str>]>>,
 }
 
 /// How a single-table read's result is tagged with the rows it returned: the integer
