@@ -89,7 +89,7 @@ def test_digest_tables_and_latency_as_metrics(mariadb, tmp_path):
         until_hit(px, c, "SELECT v FROM qc.t WHERE id = 9")
         q(c, "SELECT RAND(), v FROM qc.t WHERE id = 9")
         for _ in range(3):
-            q(c, "UPDATE qc.t SET n = n + 1 WHERE id = 9")
+            q(c, "UPDATE qc.t SET n = n + 1, v = v WHERE id = 9")  # assigns v: the SELECT names it
         c.close()
         with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10) as r:
             body = r.read().decode()
