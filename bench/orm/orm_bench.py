@@ -295,6 +295,13 @@ class Bench:
         st = self.status("Qcache_hits", "Com_select")
         return st["Qcache_hits"], st["Com_select"]
 
+    def server_pids(self, config):
+        """The processes serving config: MariaDB, and the proxy in front of it."""
+        pids = [int((Path(self.db.base) / "mysqld.pid").read_text().strip())]
+        if config in self.proxies:
+            pids.append(self.proxies[config].proc.pid)
+        return pids
+
     def port_for(self, config):
         """The MySQL port the application uses in config; switches MariaDB's query cache."""
         if config == "on":
@@ -321,6 +328,8 @@ class Bench:
             t.start()
         stop.wait(a.warmup)
         h0, m0 = self.counters(config)
+        servers = self.server_pids(config)
+        cpu0 = [cpu_seconds(p) for p in servers] + [time.process_time()]
         with point.lock:
             point.measuring = True
         t_start = time.monotonic()
@@ -328,6 +337,7 @@ class Bench:
         with point.lock:
             point.measuring = False
         elapsed = time.monotonic() - t_start
+        cpu1 = [cpu_seconds(p) for p in servers] + [time.process_time()]
         h1, m1 = self.counters(config)
         stop.set()
         for t in ts:
@@ -340,9 +350,22 @@ class Bench:
             raise RuntimeError(f"background writer: {self.writer.error}")
         hits, misses = h1 - h0, m1 - m0
         lat = point.latencies
+        n = max(point.requests, 1)
+        server_cpu = sum(b - a for a, b in zip(cpu0[:-1], cpu1[:-1])) * 1000 / n
+        client_cpu = (cpu1[-1] - cpu0[-1]) * 1000 / n
         return {"rps": point.requests / elapsed, "p50": pct(lat, 50) * 1000, "p99": pct(lat, 99) * 1000,
+                "server_cpu": server_cpu, "client_cpu": client_cpu,
                 "hit": 100 * hits / (hits + misses) if config != "off" and hits + misses else None,
                 "stale": len(point.stale), "checked": point.checked, "stale_examples": point.stale[:3]}
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (from /proc; 0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def parse_size(s):
@@ -362,6 +385,7 @@ def report(args, runs, meta):
             rows.append([t, c, mm([p["rps"] for p in pts], 0), mm([p["p50"] for p in pts], 2),
                          mm([p["p99"] for p in pts], 1),
                          mm([p["hit"] for p in pts], 1) if c != "off" else "-",
+                         mm([p["server_cpu"] for p in pts], 2), mm([p["client_cpu"] for p in pts], 2),
                          f"{mm([p['stale'] for p in pts], 0)} / {fmt(sum(p['checked'] for p in pts) / len(pts), 0)}",
                          mm(ratio, 2) if ratio else "-"])
     out = [f"# ORM benchmark: SQLAlchemy sessions against MariaDB QC off / on and sqlcached ({meta['ts']})", "",
@@ -377,8 +401,11 @@ def report(args, runs, meta):
            "", "req/s: requests per second; p50/p99: per request (ms); hit %: sqlcached's Qcache_hits / (hits + "
            "inserts + not_cached), MariaDB's Qcache_hits / (Qcache_hits + Com_select); stale: reads returning a version "
            f"older than one acknowledged more than {GOAL * 1000:.0f} + {args.margin * 1000:.0f} ms before the request "
-           "started / reads checked (mean per point); vs off: req/s over QC-off's in the same repetition.", "",
-           table(["threads", "config", "req/s", "p50 ms", "p99 ms", "hit %", "stale / checked", "vs off"], rows), ""]
+           "started / reads checked (mean per point); server / client CPU: CPU ms per request of MariaDB (and "
+           "sqlcached, for a proxy config) / of this Python process (the ORM, its threads and the checker); vs off: "
+           "req/s over QC-off's in the same repetition.", "",
+           table(["threads", "config", "req/s", "p50 ms", "p99 ms", "hit %", "server CPU", "client CPU",
+                  "stale / checked", "vs off"], rows), ""]
     for c, rows in meta["digests"].items():
         out += [f"sqlcached `stats queries` of {c} (whole run, warmups included): why reads are or are not hits", "",
                 table(["statement", "count", "hits", "misses", "not cached", "reason", "invalidations"], rows), ""]

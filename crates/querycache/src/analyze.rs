@@ -56,6 +56,8 @@ pub(crate) struct ReadInfo {
     /// Every column a single-table read names (None: `*`, or not known); see
     /// [`crate::Tag::columns`].
     pub columns: Option<Arc<[Arc<str>]>>,
+    /// The plain columns of its ORDER BY, and whether it has a LIMIT ([`ast::ordering`]).
+    pub order: (Arc<[Arc<str>]>, bool),
 }
 
 /// The kind of a statement.
@@ -342,9 +344,11 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
     let preds = if single { ast::read_keys(&stmt) } else { Vec::new() };
     let row_deps = if single { ast::row_deps(&stmt).map(|d| d.map(Arc::from)) } else { None };
     let columns = if single { ast::read_columns(&stmt).map(Arc::from) } else { None };
+    let (order, limit) = ast::ordering(&stmt);
+    let order = (Arc::from(order), limit);
     let sql_cache =
         toks.iter().any(|t| t.kind == Tok::Word && digest[t.start..t.end].eq_ignore_ascii_case(b"SQL_CACHE"));
-    Kind::Read(ReadInfo { tables, preds, sql_cache, row_deps, columns })
+    Kind::Read(ReadInfo { tables, preds, sql_cache, row_deps, columns, order })
 }
 
 fn write_stmt(stmt: &sqlparser::ast::Statement) -> Kind {

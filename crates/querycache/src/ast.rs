@@ -402,6 +402,19 @@ pub(crate) fn read_columns(stmt: &Statement) -> Option<Vec<Arc<str>>> {
     Some(cols)
 }
 
+/// How a query orders and bounds its rows: the plain columns of its ORDER BY (lower-cased,
+/// in order) and whether it has a LIMIT (or FETCH). A result whose order is not total (no
+/// unique column in its ORDER BY) comes in the order of the index the backend scans, and
+/// under a LIMIT that order also decides which rows it holds.
+pub(crate) fn ordering(stmt: &Statement) -> (Vec<Arc<str>>, bool) {
+    let Statement::Query(q) = stmt else { return (Vec::new(), false) };
+    let order = match q.order_by.as_ref().map(|o| &o.kind) {
+        Some(OrderByKind::Expressions(list)) => list.iter().filter_map(|o| column(&o.expr)).collect(),
+        _ => Vec::new(),
+    };
+    (order, q.limit_clause.is_some() || q.fetch.is_some())
+}
+
 /// Key information of a single-table INSERT, UPDATE or DELETE.
 pub(crate) fn write_keys(stmt: &Statement) -> Option<WriteKeys> {
     match stmt {

@@ -334,11 +334,23 @@ impl QueryCache {
                 return Err("view or missing table");
             }
             let scope = if single { v.read_scope(&r.preds, &known) } else { Scope::Table };
+            // With its order total (the primary key in its ORDER BY), the backend's choice of
+            // index cannot show; else the columns of an index it may scan count as named,
+            // and under a LIMIT any column may decide which rows it holds.
+            let (order, limit) = &r.order;
+            let total = known.int_pk.as_ref().is_some_and(|pk| order.contains(pk));
             let rows = match (&known.int_pk, &r.row_deps) {
-                (Some(pk), Some(deps)) if single => Some(RowTag { pk: pk.clone(), deps: deps.clone(), binary }),
+                (Some(pk), Some(deps)) if single => {
+                    let deps = if *limit && !total { None } else { deps.clone() };
+                    Some(RowTag { pk: pk.clone(), deps, binary })
+                }
                 _ => None,
             };
-            let columns = if single { r.columns.clone() } else { None };
+            let columns = match &r.columns {
+                Some(c) if single && !total => Some(known.scanned_with(c)),
+                c if single => c.clone(),
+                _ => None,
+            };
             tags.push(Tag { table: t, scope, rows, columns });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {

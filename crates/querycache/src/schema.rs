@@ -148,6 +148,25 @@ pub(crate) struct Known {
     pub keys: Arc<[KeyDef]>,
     /// Lower-cased columns an UPDATE may change without naming them.
     pub implicit: Arc<[Arc<str>]>,
+    /// The lower-cased columns of each unique key and index (the primary key aside).
+    pub indexes: Arc<[Box<[Arc<str>]>]>,
+}
+
+impl Known {
+    /// `named` and the columns of every index that has one of them: a read whose order is
+    /// not total comes in the order of an index it may scan, which has one of the columns it
+    /// names (or is the primary key, which an UPDATE assigning it invalidates whole).
+    pub(crate) fn scanned_with(&self, named: &Arc<[Arc<str>]>) -> Arc<[Arc<str>]> {
+        let mut out: Option<Vec<Arc<str>>> = None;
+        for ix in self.indexes.iter().filter(|ix| ix.iter().any(|c| named.contains(c))) {
+            for c in ix.iter() {
+                if !named.contains(c) && !out.as_ref().is_some_and(|o| o.contains(c)) {
+                    out.get_or_insert_with(|| named.to_vec()).push(c.clone());
+                }
+            }
+        }
+        out.map_or_else(|| named.clone(), Arc::from)
+    }
 }
 
 const SHARDS: usize = 16;
@@ -201,8 +220,15 @@ impl SchemaRegistry {
     pub fn set_table(&self, db: &str, table: &str, info: TableInfo) {
         let t = TableName::new(db, table);
         let implicit = info.implicit.iter().map(|c| Arc::from(c.to_ascii_lowercase())).collect();
-        let known =
-            Known { base_table: info.base_table, int_pk: info.int_pk(), keys: info.value_keys().into(), implicit };
+        let lower = |cols: &Vec<PkColumn>| cols.iter().map(|c| Arc::from(c.name.to_ascii_lowercase())).collect();
+        let indexes = info.unique_keys.iter().chain(&info.indexes).map(lower).collect();
+        let known = Known {
+            base_table: info.base_table,
+            int_pk: info.int_pk(),
+            keys: info.value_keys().into(),
+            implicit,
+            indexes,
+        };
         self.wanted.lock().remove(&t);
         self.shard(&t).write().insert(t, known);
     }

@@ -239,7 +239,7 @@ fn results_naming_no_assigned_column_survive_any_update() {
         ("SELECT title FROM posts WHERE id = 7", one()),
         ("SELECT title FROM posts WHERE id BETWEEN 1 AND 9 ORDER BY title", one()),
         ("SELECT DISTINCT title FROM posts WHERE id BETWEEN 1 AND 9", one()),
-        ("SELECT COUNT(*) FROM posts WHERE user_id = 3", one()),
+        ("SELECT COUNT(*) FROM posts WHERE id BETWEEN 1 AND 9", one()),
         ("SELECT SUM(score) FROM posts WHERE id BETWEEN 1 AND 9", one()),
         ("SELECT * FROM posts WHERE id = 7", one()),
         ("SELECT title FROM posts WHERE MATCH (title) AGAINST ('x') AND id = 7", one()),
@@ -266,4 +266,26 @@ fn results_naming_no_assigned_column_survive_any_update() {
     let touched = || ("SELECT id FROM users WHERE updated_at > 5 AND id = 4", result("users", &["id"], &[]));
     assert_eq!(after(&c, &mut s, &[touched()], "UPDATE users SET karma = 1 WHERE id = 4"), [false]);
     assert_eq!(after(&c, &mut s, &reads[..1], "DELETE FROM posts WHERE id = 7"), [false]);
+}
+
+#[test]
+fn an_order_that_is_not_total_counts_the_scanned_index() {
+    let c = cache();
+    let mut s = shop(&c);
+    let r = |sql: &'static str| (sql, result("posts", &["id"], &[&["5"]]));
+    // posts has KEY (user_id, score): a read by user_id without a total ORDER BY comes in
+    // score order, and under a LIMIT score decides which rows it holds.
+    // (A row-tagged result without a LIMIT is kept: a row it does not hold is not user 3's,
+    // and its own rows' order changes only with them.)
+    let reads = [
+        r("SELECT id FROM posts WHERE user_id = 3"),
+        r("SELECT id FROM posts WHERE user_id = 3 ORDER BY id"),
+        r("SELECT id FROM posts WHERE user_id = 3 LIMIT 1"),
+        r("SELECT COUNT(*) FROM posts WHERE user_id = 3"),
+        ("SELECT title FROM posts WHERE user_id = 3", result("posts", &["title"], &[&["t"]])),
+    ];
+    let w = "UPDATE posts SET score = 1 WHERE id = 9";
+    assert_eq!(after(&c, &mut s, &reads, w), [true, true, false, false, false]);
+    let w = "UPDATE posts SET title = 'x' WHERE id = 9";
+    assert_eq!(after(&c, &mut s, &reads, w), [true, true, true, true, false]);
 }
