@@ -408,8 +408,23 @@ pub(crate) fn read_columns(stmt: &Statement) -> Option<Vec<Arc<str>>> {
 /// under a LIMIT that order also decides which rows it holds.
 pub(crate) fn ordering(stmt: &Statement) -> (Vec<Arc<str>>, bool) {
     let Statement::Query(q) = stmt else { return (Vec::new(), false) };
+    // A name that is also a select-list alias orders by that item (`name AS id ... ORDER
+    // BY id` orders by name): it is left out.
+    let aliases: Vec<String> = match q.body.as_ref() {
+        SetExpr::Select(sel) => sel
+            .projection
+            .iter()
+            .filter_map(|i| match i {
+                SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let order = match q.order_by.as_ref().map(|o| &o.kind) {
-        Some(OrderByKind::Expressions(list)) => list.iter().filter_map(|o| column(&o.expr)).collect(),
+        Some(OrderByKind::Expressions(list)) => {
+            list.iter().filter_map(|o| column(&o.expr)).filter(|c| !aliases.iter().any(|a| **a == **c)).collect()
+        }
         _ => Vec::new(),
     };
     (order, q.limit_clause.is_some() || q.fetch.is_some())
