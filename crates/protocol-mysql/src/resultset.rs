@@ -97,6 +97,25 @@ pub struct ColumnDefinition<'a> {
 }
 
 impl<'a> ColumnDefinition<'a> {
+    /// A definition of column `name` of `schema.table` (aliases equal to the physical
+    /// names), of type `column_type`: binary collation, display length 11, no flags.
+    pub fn new(schema: &'a [u8], table: &'a [u8], name: &'a [u8], column_type: ColumnType) -> Self {
+        ColumnDefinition {
+            catalog: b"def",
+            schema,
+            table,
+            org_table: table,
+            name,
+            org_name: name,
+            charset: 63,
+            column_length: 11,
+            column_type,
+            flags: 0,
+            decimals: 0,
+            default_values: None,
+        }
+    }
+
     /// Parses a ColumnDefinition41 payload. The fixed-length block's length is normally
     /// 0x0c; longer blocks are accepted and their extra bytes skipped.
     pub fn parse(payload: &'a [u8]) -> Result<Self, Error> {

@@ -164,18 +164,9 @@ mod tests {
         packet(&mut seq, &[cols.len() as u8], &mut out);
         for (t, n, ty) in cols {
             let def = ColumnDefinition {
-                catalog: b"def",
-                schema: b"d",
                 table: b"alias",
-                org_table: t.as_bytes(),
                 name: b"x",
-                org_name: n.as_bytes(),
-                charset: 63,
-                column_length: 11,
-                column_type: *ty,
-                flags: 0,
-                decimals: 0,
-                default_values: None,
+                ..ColumnDefinition::new(b"d", t.as_bytes(), n.as_bytes(), *ty)
             };
             let mut p = Vec::new();
             def.write(&mut p);

@@ -49,20 +49,7 @@ fn result(table: &str, cols: &[&str], rows: &[&[&str]]) -> Vec<u8> {
     let mut seq = 1;
     packet(&mut seq, &[cols.len() as u8], &mut out);
     for c in cols {
-        let def = ColumnDefinition {
-            catalog: b"def",
-            schema: b"shop",
-            table: table.as_bytes(),
-            org_table: table.as_bytes(),
-            name: c.as_bytes(),
-            org_name: c.as_bytes(),
-            charset: 63,
-            column_length: 11,
-            column_type: ColumnType::Long,
-            flags: 0,
-            decimals: 0,
-            default_values: None,
-        };
+        let def = ColumnDefinition::new(b"shop", table.as_bytes(), c.as_bytes(), ColumnType::Long);
         let mut p = Vec::new();
         def.write(&mut p);
         packet(&mut seq, &p, &mut out);
