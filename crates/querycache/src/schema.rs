@@ -170,12 +170,16 @@ impl Known {
 }
 
 const SHARDS: usize = 16;
+
+/// One shard of the registry: known tables, each shared (a lookup on the hot path is one
+/// reference count, not one per field).
+type Shard = RwLock<HashMap<TableName, Arc<Known>>>;
 /// Most tables queued for the metadata task at once.
 const MAX_WANTED: usize = 4096;
 
 /// (db, table) → [`TableInfo`], sharded for concurrent readers.
 pub struct SchemaRegistry {
-    shards: Box<[RwLock<HashMap<TableName, Known>>]>,
+    shards: Box<[Shard]>,
     wanted: Mutex<HashSet<TableName>>,
     notify: Notify,
     effects: RwLock<Option<Arc<Effects>>>,
@@ -198,13 +202,13 @@ impl Default for SchemaRegistry {
 }
 
 impl SchemaRegistry {
-    fn shard(&self, t: &TableName) -> &RwLock<HashMap<TableName, Known>> {
+    fn shard(&self, t: &TableName) -> &Shard {
         let h = crate::hash::hash64(t.db.as_bytes()) ^ crate::hash::hash64(t.table.as_bytes()).rotate_left(17);
         &self.shards[(h as usize) % SHARDS]
     }
 
     /// What is known about a table; an unknown table is queued for the metadata task.
-    pub(crate) fn lookup(&self, t: &TableName) -> Option<Known> {
+    pub(crate) fn lookup(&self, t: &TableName) -> Option<Arc<Known>> {
         if let Some(k) = self.shard(t).read().get(t) {
             return Some(k.clone());
         }
@@ -230,7 +234,7 @@ impl SchemaRegistry {
             indexes,
         };
         self.wanted.lock().remove(&t);
-        self.shard(&t).write().insert(t, known);
+        self.shard(&t).write().insert(t, Arc::new(known));
     }
 
     /// Forget a table (after DDL on it); the next statement on it asks for it again.
@@ -302,7 +306,7 @@ impl SchemaRegistry {
     }
 
     /// What the registry knows about a table, without queueing it.
-    pub(crate) fn peek(&self, t: &TableName) -> Option<Known> {
+    pub(crate) fn peek(&self, t: &TableName) -> Option<Arc<Known>> {
         self.shard(t).read().get(t).cloned()
     }
 
