@@ -102,13 +102,29 @@ impl Recent {
     }
 }
 
+/// Whether an UPDATE assigning `assigned` leaves every column of `set` alone.
+fn disjoint(assigned: &[Arc<str>], set: &[Arc<str>]) -> bool {
+    !assigned.iter().any(|c| set.contains(c))
+}
+
 /// Whether entry `hk` names none of the columns an UPDATE assigns: then no change of any
 /// row can alter it.
 fn untouched(tagged: &HashMap<Hk, Reads>, hk: &Hk, change: &RowChange) -> bool {
     match (change, tagged.get(hk)) {
-        (RowChange::Update(cols), Some(Reads { columns: Some(named), .. })) => !cols.iter().any(|c| named.contains(c)),
+        (RowChange::Update(cols), Some(Reads { columns: Some(named), .. })) => disjoint(cols, named),
         _ => false,
     }
+}
+
+/// Move the entries of `hs` that `keep` refuses to `out`; whether any are left.
+fn take_unless(hs: &mut Vec<Hk>, keep: impl Fn(&Hk) -> bool, out: &mut Vec<Hk>) -> bool {
+    hs.retain(|h| {
+        keep(h) || {
+            out.push(*h);
+            false
+        }
+    });
+    !hs.is_empty()
 }
 
 /// One table's version and references.
@@ -190,7 +206,7 @@ impl TableState {
         }
         match (change, self.tagged.get(hk).and_then(|r| r.rows.as_ref())) {
             (RowChange::Delete, Some(_)) => true,
-            (RowChange::Update(cols), Some(Some(deps))) => !cols.iter().any(|c| deps.contains(c)),
+            (RowChange::Update(cols), Some(Some(deps))) => disjoint(cols, deps),
             _ => false,
         }
     }
@@ -253,14 +269,7 @@ impl TableState {
         for key in k.ints {
             for map in [&mut self.points, &mut self.rows] {
                 let Some(mut hs) = map.remove(key) else { continue };
-                hs.retain(|h| {
-                    let keep = untouched(&self.tagged, h, k.change);
-                    if !keep {
-                        out.push(*h);
-                    }
-                    keep
-                });
-                if !hs.is_empty() {
+                if take_unless(&mut hs, |h| untouched(&self.tagged, h, k.change), out) {
                     map.insert(*key, hs);
                 }
             }
@@ -268,15 +277,7 @@ impl TableState {
             self.ranges.drain_key_unless(*key, &|h| untouched(tagged, h, k.change), out);
         }
         let mut values = std::mem::take(&mut self.values);
-        let mut drain = |hs: &mut Vec<Hk>| {
-            hs.retain(|h| {
-                self.survives(h, k.change) || {
-                    out.push(*h);
-                    false
-                }
-            });
-            !hs.is_empty()
-        };
+        let mut drain = |hs: &mut Vec<Hk>| take_unless(hs, |h| self.survives(h, k.change), out);
         values.retain(|name, m| {
             match k.values.iter().find(|kv| kv.key == *name) {
                 Some(kv) => {
