@@ -24,6 +24,8 @@
 # Reported per point: qps, p95 latency (sysbench), hit ratio over the point's run:
 #   MariaDB QC: ΔQcache_hits / (ΔQcache_hits + ΔCom_select)
 #   sqlcached : ΔQcache_hits / (ΔQcache_hits + ΔQcache_inserts + ΔQcache_not_cached), from `stats`
+# and CPU µs per query of mariadbd and sqlcached (/proc/PID/stat over the measured run / queries):
+# issue 11 item 7 asks the proxy's CPU per hit to be at most half MariaDB's per point select.
 # Output: a markdown table on stdout and bench/results/querycache-<ts>.md (raw lines in .log),
 # with proxy/off and proxy/on ratios. Goals (issue 5): point_select proxy >= off at every thread
 # count and >= 3x on at 16 threads; read_only proxy >= 3x off; hit ratio >= 90%.
@@ -157,9 +159,15 @@ counters() { # config -> "hits misses"
   fi
 }
 
-declare -A QPS P95 HIT
+cpu_ticks() { # pid -> its user + system CPU so far, in clock ticks (/proc/PID/stat fields 14, 15)
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+PID_DB=$(cat "$DB_DIR/mysqld.pid")
+
+declare -A QPS P95 HIT DBCPU SQCPU
 point() { # workload threads config
-  local w=$1 t=$2 c=$3 addr out extra=() b a
+  local w=$1 t=$2 c=$3 addr out extra=() b a db0 sq0 db1 sq1
   addr="127.0.0.1:$DB_PORT"
   [[ "$c" == proxy ]] && addr="127.0.0.1:$MY_PORT"
   set_qc "$([[ "$c" == on ]] && echo on || echo off)"
@@ -170,19 +178,28 @@ point() { # workload threads config
       "${extra[@]}" "$w" run >/dev/null 2>&1 || die "sysbench warmup failed ($w, $t threads, $c)"
   fi
   b=$(counters "$c")
+  db0=$(cpu_ticks "$PID_DB") sq0=$(cpu_ticks "$PID_SQ")
   out=$(timeout --kill-after=5 $((DURATION + 60)) "${SB[@]}" --threads="$t" --time="$DURATION" --db-ps-mode="$PS_MODE" \
     --percentile=95 --report-interval=0 "${extra[@]}" "$w" run 2>&1) ||
     { echo "$out" | tail -20 >&2; die "sysbench failed ($w, $t threads, $c)"; }
+  db1=$(cpu_ticks "$PID_DB") sq1=$(cpu_ticks "$PID_SQ")
   a=$(counters "$c")
   echo "$out" >"$WORK/$w-$t-$c.out"
-  local qps p95 errs hit
+  local qps p95 errs hit nq dbus squs
   qps=$(sed -n 's/^ *queries: .*(\([0-9.]*\) per sec.)/\1/p' <<<"$out" | head -1)
   p95=$(awk '/95th percentile:/ {print $3}' <<<"$out")
   errs=$(sed -n 's/^ *ignored errors: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
   hit=$(awk -v b="$b" -v a="$a" 'BEGIN { split(b, x, " "); split(a, y, " "); h = y[1] - x[1]; m = y[2] - x[2];
     if (h + m > 0) printf "%.1f", 100 * h / (h + m); else print "-" }')
-  QPS[$w/$t/$c]=$qps P95[$w/$t/$c]=$p95 HIT[$w/$t/$c]=$hit
-  echo "workload=$w threads=$t config=$c qps=$qps p95_ms=$p95 hit_pct=$hit errors=${errs:-na}" | tee -a "$RAW" >&2
+  # CPU per query: each process's CPU over the measured run / the queries sysbench completed
+  # (the proxy's includes its binlog follower and the writer's invalidations).
+  nq=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+  dbus=$(awk -v a="$db0" -v b="$db1" -v n="${nq:-0}" -v u="$TICK_US" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * u / n; else print "-" }')
+  squs=$(awk -v a="$sq0" -v b="$sq1" -v n="${nq:-0}" -v u="$TICK_US" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * u / n; else print "-" }')
+  [[ "$c" == proxy ]] || squs=-
+  QPS[$w/$t/$c]=$qps P95[$w/$t/$c]=$p95 HIT[$w/$t/$c]=$hit DBCPU[$w/$t/$c]=$dbus SQCPU[$w/$t/$c]=$squs
+  echo "workload=$w threads=$t config=$c qps=$qps p95_ms=$p95 hit_pct=$hit errors=${errs:-na}" \
+    "mariadb_cpu_us_per_q=$dbus sqlcached_cpu_us_per_q=$squs" | tee -a "$RAW" >&2
 }
 
 START=$(date +%s)
@@ -211,6 +228,8 @@ cell() { # workload threads config
   echo "background writer ${WRITE_RATE} updates/s directly on MariaDB ($WRITES updates in ${ELAPSED} s);"
   echo "sqlcached $BIN_SHA -t $SERVER_THREADS --query-cache-size $PROXY_CACHE_SIZE; $(nproc) CPUs shared, no pinning."
   echo "qps = sysbench queries/s; p95 in ms; hit % as described in the script header."
+  echo "CPU: µs of CPU per query (user + system over the measured run / sysbench's queries) of MariaDB"
+  echo "(mariadbd) and, for proxy, of sqlcached: the proxy's CPU per hit is about its figure when hit % is near 100."
   echo
   for w in $WORKLOADS; do
     echo "## $w"
@@ -220,6 +239,15 @@ cell() { # workload threads config
     for t in $THREADS; do
       echo "| $t | $(cell "$w" "$t" off) | $(cell "$w" "$t" on) | $(cell "$w" "$t" proxy) |" \
         "**$(ratio "${QPS[$w/$t/proxy]:-}" "${QPS[$w/$t/off]:-0}")** | **$(ratio "${QPS[$w/$t/proxy]:-}" "${QPS[$w/$t/on]:-0}")** |"
+    done
+    echo
+    echo "CPU µs per query: MariaDB off / on / behind the proxy; sqlcached (proxy); sqlcached / MariaDB off"
+    echo
+    echo "| threads | MariaDB off | MariaDB on | MariaDB behind proxy | sqlcached | sqlcached/off |"
+    echo "|---:|---:|---:|---:|---:|---:|"
+    for t in $THREADS; do
+      echo "| $t | ${DBCPU[$w/$t/off]:--} | ${DBCPU[$w/$t/on]:--} | ${DBCPU[$w/$t/proxy]:--} | ${SQCPU[$w/$t/proxy]:--} |" \
+        "$(ratio "${SQCPU[$w/$t/proxy]:-}" "${DBCPU[$w/$t/off]:-0}") |"
     done
     echo
   done

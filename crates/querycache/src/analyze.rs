@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::ast::{self, KeyPred, RelName, SlotRef, WriteKeys};
+use crate::ast::{self, RelName, SlotRef, WriteKeys};
 use crate::funcs;
+use crate::joins::{self, TablePreds};
 use crate::lexer::{Lexer, Tok, Token};
 
 /// A session-variable assignment as written.
@@ -48,7 +49,8 @@ pub(crate) struct WriteInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ReadInfo {
     pub tables: Vec<RelName>,
-    pub preds: Vec<KeyPred>,
+    /// What bounds each table's rows, one per table (empty: every table table-level).
+    pub preds: Vec<TablePreds>,
     pub sql_cache: bool,
     /// Set when the result may be tagged with the rows it returns: the columns its rows'
     /// membership and order depend on (inner None: any column). See [`crate::RowTag`].
@@ -341,7 +343,12 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
         return Kind::NotCacheable("no tables");
     }
     let single = tables.len() == 1;
-    let preds = if single { ast::read_keys(&stmt) } else { Vec::new() };
+    let preds = if single {
+        vec![TablePreds { own: ast::read_keys(&stmt), derived: Vec::new() }]
+    } else {
+        // A join's bounds count only if its FROM names every table (no subquery adds one).
+        joins::join_preds(&stmt).filter(|(rels, _)| *rels == tables).map(|(_, p)| p).unwrap_or_default()
+    };
     let row_deps = if single { ast::row_deps(&stmt).map(|d| d.map(Arc::from)) } else { None };
     let columns = if single { ast::read_columns(&stmt).map(Arc::from) } else { None };
     let (order, limit) = ast::ordering(&stmt);

@@ -37,6 +37,17 @@ pub(crate) enum Cons {
     Range(Option<(SlotRef, bool)>, Option<(SlotRef, bool)>),
 }
 
+impl Cons {
+    /// Every slot it compares with.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = SlotRef> + '_ {
+        let (points, bounds) = match self {
+            Cons::Points(v) => (v.as_slice(), [None, None]),
+            Cons::Range(l, h) => (&[][..], [l.map(|b| b.0), h.map(|b| b.0)]),
+        };
+        points.iter().copied().chain(bounds.into_iter().flatten())
+    }
+}
+
 /// A key-predicate candidate: a top-level conjunct of the WHERE clause.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct KeyPred {
@@ -89,7 +100,8 @@ impl Rels {
     }
 }
 
-fn rel_name(n: &ObjectName) -> Option<RelName> {
+/// A table name as written (`t` or `db.t`); None for other shapes.
+pub(crate) fn rel_name(n: &ObjectName) -> Option<RelName> {
     let parts: Vec<&str> =
         n.0.iter()
             .map(|p| match p {
@@ -193,7 +205,8 @@ fn slot(e: &Expr) -> Option<SlotRef> {
     }
 }
 
-fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+/// The top-level conjuncts of `e` (its AND-ed parts, parentheses looked through).
+pub(crate) fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
             conjuncts(left, out);
@@ -205,9 +218,15 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 }
 
 fn key_pred(e: &Expr) -> Option<KeyPred> {
+    key_pred_with(e, column).map(|(column, cons)| KeyPred { column, cons })
+}
+
+/// A conjunct that bounds one column by slots (`c = ?`, `c IN (...)`, `c < ?`, `c
+/// BETWEEN ? AND ?`), the column named as `col` reads it.
+pub(crate) fn key_pred_with<C>(e: &Expr, col: impl Fn(&Expr) -> Option<C>) -> Option<(C, Cons)> {
     match e {
         Expr::BinaryOp { left, op, right } => {
-            let (col, s, op) = match (column(left), slot(right)) {
+            let (c, s, op) = match (col(left), slot(right)) {
                 (Some(c), Some(s)) => (c, s, op.clone()),
                 _ => {
                     let flipped = match op {
@@ -217,7 +236,7 @@ fn key_pred(e: &Expr) -> Option<KeyPred> {
                         BinaryOperator::GtEq => BinaryOperator::LtEq,
                         o => o.clone(),
                     };
-                    (column(right)?, slot(left)?, flipped)
+                    (col(right)?, slot(left)?, flipped)
                 }
             };
             let cons = match op {
@@ -228,16 +247,15 @@ fn key_pred(e: &Expr) -> Option<KeyPred> {
                 BinaryOperator::GtEq => Cons::Range(Some((s, true)), None),
                 _ => return None,
             };
-            Some(KeyPred { column: col, cons })
+            Some((c, cons))
         }
         Expr::InList { expr, list, negated: false } => {
             let v: Option<Vec<SlotRef>> = list.iter().map(slot).collect();
-            Some(KeyPred { column: column(expr)?, cons: Cons::Points(v?) })
+            Some((col(expr)?, Cons::Points(v?)))
         }
-        Expr::Between { expr, negated: false, low, high } => Some(KeyPred {
-            column: column(expr)?,
-            cons: Cons::Range(Some((slot(low)?, true)), Some((slot(high)?, true))),
-        }),
+        Expr::Between { expr, negated: false, low, high } => {
+            Some((col(expr)?, Cons::Range(Some((slot(low)?, true)), Some((slot(high)?, true)))))
+        }
         _ => None,
     }
 }

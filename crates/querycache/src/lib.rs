@@ -54,6 +54,7 @@ pub mod flight;
 mod funcs;
 mod hash;
 mod index;
+mod joins;
 mod keys;
 mod lexer;
 mod memo;

@@ -324,7 +324,7 @@ impl QueryCache {
         }
         let mut tags = Vec::with_capacity(r.tables.len());
         let single = r.tables.len() == 1;
-        for rel in &r.tables {
+        for (i, rel) in r.tables.iter().enumerate() {
             let Some(t) = resolve(rel, db) else { return Err("no database selected") };
             if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(&t.db)) {
                 return Err("system schema");
@@ -333,7 +333,7 @@ impl QueryCache {
             if !known.base_table {
                 return Err("view or missing table");
             }
-            let scope = if single { v.read_scope(&r.preds, &known) } else { Scope::Table };
+            let scope = r.preds.get(i).map_or(Scope::Table, |p| v.read_scope(&v.table_preds(p), &known));
             // With its order total (the primary key in its ORDER BY), the backend's choice of
             // index cannot show; else the columns of an index it may scan count as named,
             // and under a LIMIT any column may decide which rows it holds.

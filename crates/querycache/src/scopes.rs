@@ -1,5 +1,6 @@
-//! From key predicates to the rows a statement can see or touch: the [`Scope`] of a
-//! single-table read, and the key values a write's predicates bind.
+//! From key predicates to the rows a statement can see or touch: the [`Scope`] of each
+//! table a read sees (one table, or each of a join's, see `joins.rs`), and the key
+//! values a write's predicates bind.
 //!
 //! A read's WHERE is a conjunction, so every conjunct on a key bounds the rows it can
 //! see: all of them on the integer primary key are intersected (`id >= 5 AND id < 10` is
@@ -9,7 +10,10 @@
 //! integers for integer ones: MariaDB compares a string column with a number
 //! numerically, so `code = 5` matches `'5.0'`). Anything else is table-level.
 
+use std::borrow::Cow;
+
 use crate::ast::{Cons, KeyPred, SlotRef};
+use crate::joins::TablePreds;
 use crate::keys::{combinations, KeyDef, Part, MAX_VALUES};
 use crate::lexer::SlotValue;
 use crate::plan::Values;
@@ -120,6 +124,18 @@ impl Values<'_> {
         }
         let values = combinations(&per_column, max)?;
         (!values.is_empty()).then(|| KeyValues { key: key.id.clone(), values })
+    }
+
+    /// The predicates that may bound one table of a read: its own, and those a join
+    /// equality carries over when every value is an integer within ±2^53 (compared as
+    /// integers or exactly as doubles on both sides, so the carried bound is exact).
+    pub(crate) fn table_preds<'p>(&self, p: &'p TablePreds) -> Cow<'p, [KeyPred]> {
+        if p.derived.is_empty() {
+            return Cow::Borrowed(&p.own);
+        }
+        const EXACT: i64 = 1 << 53;
+        let exact = |d: &&KeyPred| d.cons.slots().all(|s| self.int(s).is_some_and(|v| (-EXACT..=EXACT).contains(&v)));
+        Cow::Owned(p.own.iter().chain(p.derived.iter().filter(exact)).cloned().collect())
     }
 
     /// The scope of a single-table read of a table known as `known`: the integer primary

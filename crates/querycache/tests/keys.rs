@@ -14,7 +14,8 @@ use querycache::{Invalidation, Param, PkColumn, Plan, QueryCache, Scope, Source,
 /// - `pairs`: primary key (a INT, b VARCHAR latin1_swedish_ci);
 /// - `users`: id INT primary key, UNIQUE(email) utf8mb4_general_ci, UNIQUE(handle) utf8mb4_bin;
 /// - `people`: name VARCHAR _ci primary key, UNIQUE(email) _ci;
-/// - `texts`: code VARCHAR latin1_general_cs primary key (a collation it cannot follow).
+/// - `texts`: code VARCHAR latin1_general_cs primary key (a collation it cannot follow);
+/// - `posts`: id INT primary key, INDEX(user_id INT), INDEX(author utf8mb4_bin).
 fn cache() -> QueryCache {
     let c = common::cache();
     let s = |n: &str, coll: &str| PkColumn::new(n, "varchar", Some(coll));
@@ -28,7 +29,18 @@ fn cache() -> QueryCache {
     set("users", users.with_unique(vec![s("handle", "utf8mb4_bin")]));
     set("people", TableInfo::base(vec![ci("name")]).with_unique(vec![ci("email")]));
     set("texts", TableInfo::base(vec![s("code", "latin1_general_cs")]));
+    let posts = TableInfo::base(vec![PkColumn::int("id")]).with_index(vec![PkColumn::int("user_id")]);
+    set("posts", posts.with_index(vec![s("author", "utf8mb4_bin")]));
     c
+}
+
+/// Every table's scope, in FROM order.
+fn scopes(c: &QueryCache, sql: &str) -> Vec<Scope> {
+    let mut s = session(c);
+    match c.on_query(&mut s, sql.as_bytes()) {
+        Plan::Cached { tags, .. } => tags.0.iter().map(|t| t.scope.clone()).collect(),
+        p => panic!("not cached: {sql}: {p:?}"),
+    }
 }
 
 fn scope(c: &QueryCache, sql: &str) -> Scope {
@@ -312,4 +324,51 @@ fn prepared_string_parameters() {
     assert_eq!(a, scope(&c, "SELECT v FROM codes WHERE code = 'abc'"));
     assert_eq!(exec(&mut s, Param::Int(5)), Scope::Table);
     assert_eq!(exec(&mut s, Param::Other), Scope::Table);
+}
+
+#[test]
+fn joins_are_tagged_per_table() {
+    let c = cache();
+    let joined = |u: i64| {
+        format!("SELECT * FROM users u LEFT OUTER JOIN posts AS p ON u.id = p.user_id WHERE u.id = {u} ORDER BY p.id")
+    };
+    let sc = scopes(&c, &joined(3));
+    assert_eq!(sc[0], Scope::Points(vec![3]));
+    assert!(matches!(&sc[1], Scope::Values(kv) if kv.values.len() == 1), "{sc:?}");
+    // The posts side follows user_id: a post of user 2 leaves user 3's join, one of user 3
+    // drops it (through the proxy and through the binlog), and so does a write to user 3.
+    let q3 = joined(3);
+    let qs = [q3.as_str()];
+    assert_eq!(survivors(&c, &qs, proxy_write("INSERT INTO posts (user_id, author) VALUES (2, 'a')")), [true]);
+    assert_eq!(survivors(&c, &qs, proxy_write("INSERT INTO posts (user_id, author) VALUES (3, 'a')")), [false]);
+    let cols = ["id", "user_id", "author"];
+    assert_eq!(survivors(&c, &qs, binlog("posts", &cols, &[&["9", "2", "a"]])), [true]);
+    assert_eq!(survivors(&c, &qs, binlog("posts", &cols, &[&["9", "2", "a"], &["9", "3", "a"]])), [false]);
+    assert_eq!(survivors(&c, &qs, proxy_write("UPDATE users SET email = 'x' WHERE id = 4")), [true]);
+    assert_eq!(survivors(&c, &qs, proxy_write("UPDATE users SET email = 'x' WHERE id = 3")), [false]);
+}
+
+#[test]
+fn joins_carry_only_integer_bounds() {
+    let c = cache();
+    // A string bound is not carried over `p.author = u.email` (they compare under
+    // utf8mb4_bin, the email under general_ci): the posts side is table-level.
+    let sql = "SELECT * FROM users u JOIN posts p ON p.author = u.email WHERE u.email = 'A@x'";
+    let sc = scopes(&c, sql);
+    assert!(matches!(&sc[0], Scope::Values(_)) && sc[1] == Scope::Table, "{sc:?}");
+    // Prepared: an integer parameter is carried, a string or a huge one is not.
+    let mut s = session(&c);
+    let p = c.prepare(&s, b"SELECT * FROM users u JOIN posts p ON p.user_id = u.id WHERE u.id = ?");
+    let mut posts = |v: Param| match c.on_execute(&mut s, &p, &[], &[v], true) {
+        Plan::Cached { tags, .. } => tags.0[1].scope.clone(),
+        p => panic!("{p:?}"),
+    };
+    assert!(matches!(posts(Param::Int(7)), Scope::Values(_)));
+    assert_eq!(posts(Param::Str(b"7".to_vec().into())), Scope::Table);
+    assert_eq!(posts(Param::Int((1 << 53) + 1)), Scope::Table);
+    // A cross join bounds each table by its own conjuncts; a subquery's table is
+    // table-level (and so is everything, as its FROM does not name every table).
+    assert_eq!(scopes(&c, "SELECT * FROM sbtest1 a, t3 b WHERE a.id = 1"), [Scope::Points(vec![1]), Scope::Table]);
+    let sql = "SELECT * FROM users u JOIN posts p ON p.user_id = u.id WHERE u.id = 1 AND p.id IN (SELECT id FROM t3)";
+    assert!(scopes(&c, sql).iter().all(|s| *s == Scope::Table));
 }
