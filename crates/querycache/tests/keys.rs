@@ -349,6 +349,20 @@ fn joins_are_tagged_per_table() {
 }
 
 #[test]
+fn self_joins_keep_one_tag_per_alias() {
+    let c = cache();
+    let sql = "SELECT * FROM posts a JOIN posts b ON b.id = a.user_id WHERE a.user_id = 3";
+    let sc = scopes(&c, sql);
+    assert!(matches!(&sc[0], Scope::Values(_)) && sc[1] == Scope::Points(vec![3]), "{sc:?}");
+    let cols = ["id", "user_id", "author"];
+    let row = |id: &'static str, user: &'static str| -> [&'static str; 3] { [id, user, "a"] };
+    let (r9, r3, r10) = (row("9", "2"), row("3", "1"), row("10", "3"));
+    assert_eq!(survivors(&c, &[sql], binlog("posts", &cols, &[&r9])), [true]);
+    assert_eq!(survivors(&c, &[sql], binlog("posts", &cols, &[&r3])), [false]);
+    assert_eq!(survivors(&c, &[sql], binlog("posts", &cols, &[&r10])), [false]);
+}
+
+#[test]
 fn joins_carry_only_integer_bounds() {
     let c = cache();
     // A string bound is not carried over `p.author = u.email` (they compare under
