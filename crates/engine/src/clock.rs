@@ -27,18 +27,27 @@ struct Inner {
 }
 
 impl Clock {
-    /// A clock that starts now and is advanced by its own thread every 10 ms.
+    /// A clock that starts now and is advanced by its own thread, which wakes once a
+    /// second, just after each second of the clock begins (a wake-up is a context switch
+    /// on a core the workers share: memcached's clock also ticks once a second).
     pub fn start() -> Clock {
         let clock = Clock::manual();
         let c = clock.clone();
         std::thread::Builder::new()
             .name("clock".into())
             .spawn(move || loop {
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(c.until_next_second());
                 c.tick();
             })
             .expect("spawn clock thread");
         clock
+    }
+
+    /// How long until just after the next whole second since the start (1 ms past it, so
+    /// the tick that follows reads the new second).
+    fn until_next_second(&self) -> Duration {
+        let e = self.inner.started.elapsed();
+        Duration::from_secs(e.as_secs() + 1) - e + Duration::from_millis(1)
     }
 
     /// A clock that only moves when [`Clock::tick`] or [`Clock::advance`] is called.
@@ -154,5 +163,15 @@ mod tests {
         assert_eq!(c.realtime(REALTIME_MAXDELTA + 1), 1);
         let future = c.unix_now() + 100;
         assert_eq!(c.realtime(future), now + 100);
+    }
+
+    #[test]
+    fn the_clock_thread_ticks_each_second() {
+        let c = Clock::start();
+        let wait = c.until_next_second();
+        assert!(wait > Duration::from_millis(1) && wait <= Duration::from_millis(1001), "{wait:?}");
+        let n = c.now();
+        std::thread::sleep(wait + Duration::from_millis(50));
+        assert_eq!(c.now(), n + 1, "the clock moved on within 50 ms of the second");
     }
 }
