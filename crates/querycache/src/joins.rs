@@ -19,9 +19,10 @@
 //! tag coarser. RIGHT, FULL and nested joins, derived tables and CTEs are not analysed
 //! (every table is then tagged table-level).
 //!
-//! A bound carried over a join equality is used only with integer values (see
-//! `scopes.rs`): the two columns may compare with another collation than either
-//! column's own, so a string value carried across could name the wrong keys.
+//! A bound carried over a join equality is used only from a known integer column and
+//! with integer values (see `scopes.rs`): two string columns may compare under another
+//! collation than either's own (a string carried across could name the wrong keys), and
+//! an ENUM, SET or date column compares with a number otherwise than with a column.
 
 use std::sync::Arc;
 
@@ -38,8 +39,19 @@ pub(crate) struct TablePreds {
     /// Conjuncts on the table's own columns.
     pub own: Vec<KeyPred>,
     /// Bounds carried from other columns by equalities (`p.user_id = u.id AND u.id = ?`
-    /// bounds `p.user_id`): valid with integer values only.
-    pub derived: Vec<KeyPred>,
+    /// bounds `p.user_id`): valid from integer columns with integer values only.
+    pub derived: Vec<Carried>,
+}
+
+/// A bound carried over a join equality.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Carried {
+    /// The bound, on a column of this table.
+    pub pred: KeyPred,
+    /// The FROM entry (index) and column the statement bounds (`u.id` above).
+    pub from: usize,
+    /// That column, lower-cased.
+    pub column: Arc<str>,
 }
 
 /// A column of one FROM entry: (entry index, lower-cased name).
@@ -179,7 +191,8 @@ fn bounds(t: usize, facts: &[&Expr], entries: &[Entry]) -> TablePreds {
         let r = root(&parent, i);
         for (j, c) in cols.iter().enumerate() {
             if j != i && c.0 == t && root(&parent, j) == r {
-                out.derived.push(KeyPred { column: c.1.clone(), cons: cons.clone() });
+                let pred = KeyPred { column: c.1.clone(), cons: cons.clone() };
+                out.derived.push(Carried { pred, from: cols[i].0, column: cols[i].1.clone() });
             }
         }
     }
@@ -203,8 +216,9 @@ mod tests {
 
     fn preds(sql: &str) -> Option<Shown> {
         let (rels, ps) = join_preds(&parse(sql).unwrap())?;
-        let show = |v: &[KeyPred]| v.iter().map(|p| format!("{}{:?}", p.column, p.cons)).collect::<Vec<_>>();
-        Some(rels.iter().zip(ps).map(|(r, p)| (r.table.to_string(), show(&p.own), show(&p.derived))).collect())
+        let show = |v: &mut dyn Iterator<Item = &KeyPred>| v.map(|p| format!("{}{:?}", p.column, p.cons)).collect();
+        let shown = |p: &TablePreds| (show(&mut p.own.iter()), show(&mut p.derived.iter().map(|d| &d.pred)));
+        Some(rels.iter().zip(ps).map(|(r, p)| (r.table.to_string(), shown(&p).0, shown(&p).1)).collect())
     }
 
     fn pt(col: &str, slot: u16) -> String {

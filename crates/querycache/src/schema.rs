@@ -153,6 +153,13 @@ pub(crate) struct Known {
 }
 
 impl Known {
+    /// Whether `column` (lower-cased) is known to be an integer column: the integer
+    /// primary key or an integer column of a tagged key.
+    pub(crate) fn int_column(&self, column: &str) -> bool {
+        self.int_pk.as_deref() == Some(column)
+            || self.keys.iter().any(|k| k.columns.iter().any(|(c, f)| &**c == column && *f == Fold::Int))
+    }
+
     /// `named` and the columns of every index that has one of them: a read whose order is
     /// not total comes in the order of an index it may scan, which has one of the columns it
     /// names (or is the primary key, which an UPDATE assigning it invalidates whole).

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use crate::ast::{Cons, KeyPred, SlotRef};
-use crate::joins::TablePreds;
+use crate::joins::{Carried, TablePreds};
 use crate::keys::{combinations, KeyDef, Part, MAX_VALUES};
 use crate::lexer::SlotValue;
 use crate::plan::Values;
@@ -127,15 +127,21 @@ impl Values<'_> {
     }
 
     /// The predicates that may bound one table of a read: its own, and those a join
-    /// equality carries over when every value is an integer within ±2^53 (compared as
-    /// integers or exactly as doubles on both sides, so the carried bound is exact).
-    pub(crate) fn table_preds<'p>(&self, p: &'p TablePreds) -> Cow<'p, [KeyPred]> {
+    /// equality carries over from a column `int_column(table, column)` says is an integer
+    /// column, when every value is an integer within ±2^53 (then both comparisons are
+    /// exact: as integers, or as doubles that hold the value exactly).
+    pub(crate) fn table_preds<'p>(
+        &self,
+        p: &'p TablePreds,
+        int_column: impl Fn(usize, &str) -> bool,
+    ) -> Cow<'p, [KeyPred]> {
         if p.derived.is_empty() {
             return Cow::Borrowed(&p.own);
         }
         const EXACT: i64 = 1 << 53;
-        let exact = |d: &&KeyPred| d.cons.slots().all(|s| self.int(s).is_some_and(|v| (-EXACT..=EXACT).contains(&v)));
-        Cow::Owned(p.own.iter().chain(p.derived.iter().filter(exact)).cloned().collect())
+        let exact = |v: Option<i64>| v.is_some_and(|v| (-EXACT..=EXACT).contains(&v));
+        let usable = |d: &&Carried| int_column(d.from, &d.column) && d.pred.cons.slots().all(|s| exact(self.int(s)));
+        Cow::Owned(p.own.iter().cloned().chain(p.derived.iter().filter(usable).map(|d| d.pred.clone())).collect())
     }
 
     /// The scope of a single-table read of a table known as `known`: the integer primary

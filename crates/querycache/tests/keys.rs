@@ -380,6 +380,10 @@ fn joins_carry_only_integer_bounds() {
     assert!(matches!(posts(Param::Int(7)), Scope::Values(_)));
     assert_eq!(posts(Param::Str(b"7".to_vec().into())), Scope::Table);
     assert_eq!(posts(Param::Int((1 << 53) + 1)), Scope::Table);
+    // Only from a column known to be an integer one (`k` is not a key: its type is not
+    // known; an ENUM compares with a number by position, with a column by name).
+    let sql = "SELECT * FROM sbtest1 a JOIN posts p ON p.user_id = a.k WHERE a.k = 5";
+    assert_eq!(scopes(&c, sql), [Scope::Table, Scope::Table]);
     // A cross join bounds each table by its own conjuncts; a subquery's table is
     // table-level (and so is everything, as its FROM does not name every table).
     assert_eq!(scopes(&c, "SELECT * FROM sbtest1 a, t3 b WHERE a.id = 1"), [Scope::Points(vec![1]), Scope::Table]);
