@@ -71,6 +71,9 @@ pub struct Fill {
     tags: Tags,
     tables: Vec<TableName>,
     versions: Vec<u64>,
+    /// The invalidation sequence the fill's result may predate (its start, or its
+    /// transaction's if earlier): stored only if no change since touched its tags.
+    since: u64,
     deprecate_eof: bool,
     flight: Option<Arc<Flight>>,
     shard: usize,
@@ -222,11 +225,12 @@ impl QueryCache {
         out
     }
 
-    /// The epoch and the tables' versions a fill starts from; None if `since` is given (a
-    /// read inside a transaction that began at that sequence) and a change after it touched
-    /// rows the read depends on (checked under the same locks, per tag: a change to other
-    /// keys of the same table does not stop the fill).
-    fn versions(&self, tables: &[TableName], tags: &Tags, since: Option<u64>) -> Option<Vec<u64>> {
+    /// The epoch and the tables' versions a fill starts from, and the invalidation
+    /// sequence its result may predate (now, or `since` if given: a read inside a
+    /// transaction that began then); None if a change after `since` touched rows the read
+    /// depends on (checked under the same locks, per tag: a change to other keys of the
+    /// same table does not stop the fill).
+    fn versions(&self, tables: &[TableName], tags: &Tags, since: Option<u64>) -> Option<(Vec<u64>, u64)> {
         let mut l = self.index.lock(tables.iter());
         let mut v = Vec::with_capacity(tables.len() + 1);
         v.push(self.epoch.load(Ordering::Acquire));
@@ -239,7 +243,10 @@ impl QueryCache {
             }
             v.push(st.version);
         }
-        Some(v)
+        // Read under the tables' locks, after any state was created: no change of these
+        // tables falls between it and the fill.
+        let now = self.index.seq();
+        Some((v, since.map_or(now, |s| s.min(now))))
     }
 
     /// The invalidation sequence now (a transaction's reads fill only from tables not
@@ -254,7 +261,7 @@ impl QueryCache {
         let mut tables: Vec<TableName> = tags.0.iter().map(|t| t.table.clone()).collect();
         tables.sort();
         tables.dedup();
-        let Some(versions) = self.versions(&tables, tags, key.fill_since) else {
+        let Some((versions, since)) = self.versions(&tables, tags, key.fill_since) else {
             bump(&self.counters.fills_refused);
             return FillStart::Bypass;
         };
@@ -274,6 +281,7 @@ impl QueryCache {
             tags: tags.clone(),
             tables,
             versions,
+            since,
             deprecate_eof: key.bytes.last() == Some(&1),
             flight: Some(flight),
             shard,
@@ -312,12 +320,12 @@ impl QueryCache {
             })
             .collect();
         let mut l = self.index.lock(fill.tables.iter());
-        let mut now = Vec::with_capacity(fill.tables.len() + 1);
-        now.push(self.epoch.load(Ordering::Acquire));
-        for t in &fill.tables {
-            now.push(l.state(&self.index, t).version);
-        }
-        if now != fill.versions || !self.is_online() {
+        // Refused if everything was dropped since (flush, offline), or if a change since the
+        // fill began touched rows it depends on (what it read may predate that change); a
+        // change to other keys of its tables does not matter (a write rate that keeps some
+        // key of every table changing would otherwise refuse most fills under load).
+        let touched = fill.tags.0.iter().any(|g| !l.state(&self.index, &g.table).unchanged_since(fill.since, &g.scope));
+        if self.epoch.load(Ordering::Acquire) != fill.versions[0] || touched || !self.is_online() {
             bump(&self.counters.fills_refused);
             return;
         }

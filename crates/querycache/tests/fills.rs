@@ -1,4 +1,4 @@
-//! Versioned fills, singleflight, the memory bound, replies that are not stored.
+//! Fills checked against the changes since they began, singleflight, the memory bound, replies that are not stored.
 
 mod common;
 
@@ -58,6 +58,39 @@ fn fill_racing_an_invalidation_is_refused() {
     c.set_online(true);
     c.finish_fill(f, Some(&rows("old")));
     assert_eq!(c.lookup(&key2), None);
+}
+
+#[test]
+fn fill_racing_a_change_of_other_rows_is_stored() {
+    let c = cache();
+    let mut s = session(&c);
+    let keys = |k: i64| Invalidation::Keys {
+        db: "sbtest".into(),
+        table: "sbtest1".into(),
+        keys: vec![k],
+        values: vec![],
+        change: querycache::RowChange::Any,
+    };
+    let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 5");
+    // Rows 7 and 9 change while row 5 is read: what it read cannot predate their changes.
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&keys(7), Source::Binlog);
+    c.invalidate(&keys(9), Source::Proxy);
+    c.finish_fill(f, Some(&rows("five")));
+    assert_eq!(c.lookup(&key), Some(rows("five")));
+    assert_eq!(c.stats().fills_refused, 0);
+    // A range holding the changed row, or the whole table, is refused.
+    let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id BETWEEN 1 AND 10");
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&keys(7), Source::Binlog);
+    c.finish_fill(f, Some(&rows("range")));
+    assert_eq!(c.lookup(&key), None);
+    let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 6");
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&Invalidation::Table { db: "sbtest".into(), table: "sbtest1".into() }, Source::Binlog);
+    c.finish_fill(f, Some(&rows("six")));
+    assert_eq!(c.lookup(&key), None);
+    assert_eq!(c.stats().fills_refused, 2);
 }
 
 #[test]
