@@ -163,6 +163,9 @@ cpu_ticks() { # pid -> its user + system CPU so far, in clock ticks (/proc/PID/s
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
+per_query() { # ticks before, ticks after, queries -> µs of CPU per query ("-" without queries)
+  awk -v a="$1" -v b="$2" -v n="$3" -v u="$TICK_US" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * u / n; else print "-" }'
+}
 PID_DB=$(cat "$DB_DIR/mysqld.pid")
 
 declare -A QPS P95 HIT DBCPU SQCPU
@@ -194,8 +197,7 @@ point() { # workload threads config
   # CPU per query: each process's CPU over the measured run / the queries sysbench completed
   # (the proxy's includes its binlog follower and the writer's invalidations).
   nq=$(sed -n 's/^ *queries: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
-  dbus=$(awk -v a="$db0" -v b="$db1" -v n="${nq:-0}" -v u="$TICK_US" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * u / n; else print "-" }')
-  squs=$(awk -v a="$sq0" -v b="$sq1" -v n="${nq:-0}" -v u="$TICK_US" 'BEGIN { if (n > 0) printf "%.1f", (b - a) * u / n; else print "-" }')
+  dbus=$(per_query "$db0" "$db1" "${nq:-0}") squs=$(per_query "$sq0" "$sq1" "${nq:-0}")
   [[ "$c" == proxy ]] || squs=-
   QPS[$w/$t/$c]=$qps P95[$w/$t/$c]=$p95 HIT[$w/$t/$c]=$hit DBCPU[$w/$t/$c]=$dbus SQCPU[$w/$t/$c]=$squs
   echo "workload=$w threads=$t config=$c qps=$qps p95_ms=$p95 hit_pct=$hit errors=${errs:-na}" \

@@ -217,8 +217,10 @@ mod tests {
     fn preds(sql: &str) -> Option<Shown> {
         let (rels, ps) = join_preds(&parse(sql).unwrap())?;
         let show = |v: &mut dyn Iterator<Item = &KeyPred>| v.map(|p| format!("{}{:?}", p.column, p.cons)).collect();
-        let shown = |p: &TablePreds| (show(&mut p.own.iter()), show(&mut p.derived.iter().map(|d| &d.pred)));
-        Some(rels.iter().zip(ps).map(|(r, p)| (r.table.to_string(), shown(&p).0, shown(&p).1)).collect())
+        let shown = |r: &RelName, p: &TablePreds| {
+            (r.table.to_string(), show(&mut p.own.iter()), show(&mut p.derived.iter().map(|d| &d.pred)))
+        };
+        Some(rels.iter().zip(&ps).map(|(r, p)| shown(r, p)).collect())
     }
 
     fn pt(col: &str, slot: u16) -> String {

@@ -322,8 +322,15 @@ impl QueryCache {
         if !self.schema.effects_loaded() {
             return Err("triggers and foreign keys not loaded yet");
         }
-        let mut found = Vec::with_capacity(r.tables.len());
-        for rel in &r.tables {
+        // A join carries bounds only from integer columns (see `joins.rs`): looked up only
+        // for a carried bound, so a single-table read pays nothing for it.
+        let int_column = |i: usize, c: &str| {
+            let t = r.tables.get(i).and_then(|rel| resolve(rel, db));
+            t.and_then(|t| self.schema.lookup(&t)).is_some_and(|k| k.int_column(c))
+        };
+        let mut tags = Vec::with_capacity(r.tables.len());
+        let single = r.tables.len() == 1;
+        for (i, rel) in r.tables.iter().enumerate() {
             let Some(t) = resolve(rel, db) else { return Err("no database selected") };
             if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(&t.db)) {
                 return Err("system schema");
@@ -332,14 +339,7 @@ impl QueryCache {
             if !known.base_table {
                 return Err("view or missing table");
             }
-            found.push((t, known));
-        }
-        // A join carries bounds only from integer columns (see `joins.rs`).
-        let int_column = |i: usize, c: &str| found.get(i).is_some_and(|(_, k)| k.int_column(c));
-        let mut tags = Vec::with_capacity(r.tables.len());
-        let single = r.tables.len() == 1;
-        for (i, (t, known)) in found.iter().enumerate() {
-            let scope = r.preds.get(i).map_or(Scope::Table, |p| v.read_scope(&v.table_preds(p, int_column), known));
+            let scope = r.preds.get(i).map_or(Scope::Table, |p| v.read_scope(&v.table_preds(p, int_column), &known));
             // With its order total (the primary key in its ORDER BY), the backend's choice of
             // index cannot show; else the columns of an index it may scan count as named,
             // and under a LIMIT any column may decide which rows it holds.
@@ -357,7 +357,7 @@ impl QueryCache {
                 c if single => c.clone(),
                 _ => None,
             };
-            tags.push(Tag { table: t.clone(), scope, rows, columns });
+            tags.push(Tag { table: t, scope, rows, columns });
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
             return Err("statement too long");
