@@ -14,7 +14,7 @@ import pytest
 
 from conftest import start_with
 from harness.mariadb import MariaDB
-from harness.servers import rss_mib
+from harness.servers import freeze, rss_mib
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("mariadbd") or shutil.which("mysqld") or shutil.which("/usr/sbin/mariadbd")),
@@ -143,8 +143,8 @@ def test_hung_backend_times_out_and_recovers(tmp_path, client_of):
             assert c.value("@@kv.AA") == b"HELLO"
             pid = int((db.base / "mysqld.pid").read_text())
             rss0 = rss_mib(s.proc.pid)
-            os.kill(pid, signal.SIGSTOP)
             try:
+                freeze(pid)
                 for cmd in ["get @@kv.AA", "set @@kv.hung 0 0 1\r\nx", "delete @@kv.AA"]:
                     t0 = time.monotonic()
                     r = c.cmd(cmd)

@@ -93,6 +93,30 @@ class Proxy(Server):
         raise TimeoutError(f"binlog follower not connected after {timeout}s: "
                            f"{ {k: v for k, v in last.items() if k.startswith(('binlog', 'Qcache', 'mysql'))} }")
 
+    def settle(self, timeout: float = 10.0) -> "Proxy":
+        """Block until the binlog follower has applied every change the backend had written
+        when called (`binlog_position` at the backend's `SHOW MASTER STATUS`) and their 50 ms
+        rechecks are done (`binlog_rechecks_waiting` 0). A result cached before then may be
+        dropped by a recheck of an earlier write, by design: a test that asserts a hit later
+        settles first."""
+        db = self.backend
+        with connect(db.port, user=db.user, password=db.password) as c, c.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            file, pos = cur.fetchone()[:2]
+        want = (int(file.rsplit(".", 1)[1]), int(pos))
+        deadline = time.monotonic() + timeout
+        last = {}
+        while time.monotonic() < deadline:
+            last = self.stats()
+            at = str(last.get("binlog_position", "-"))
+            if ":" in at:
+                f, p = at.split(",")[0].rsplit(":", 1)
+                if (int(f.rsplit(".", 1)[1]), int(p)) >= want and last.get("binlog_rechecks_waiting") == 0:
+                    return self
+            time.sleep(0.01)
+        raise TimeoutError(f"binlog follower not at {file}:{pos} after {timeout}s: "
+                           f"{ {k: v for k, v in last.items() if k.startswith('binlog')} }")
+
     def connect(self, database=None, **kw):
         """PyMySQL through the proxy (see connect())."""
         return connect(self.mysql_port, database, **kw)

@@ -1,6 +1,7 @@
 """Start real server processes (sqlcached, memcached) for tests, on free loopback ports."""
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -159,6 +160,28 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def freeze(pid: int, timeout: float = 10.0):
+    """SIGSTOP a process and wait until every one of its threads is stopped. kill() returns
+    before the group stop completes: the one thread the kernel wakes for the signal starts it,
+    and on a loaded machine another thread can still answer a request meanwhile (a CI run saw
+    a "stopped" MariaDB answer one more query)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                pass  # a thread that exited
+        if states and all(s in ("T", "t") for s in states):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process {pid} not stopped after {timeout} s: thread states {states}")
+        time.sleep(0.01)
 
 
 def sqlcached_argv(port: int, *args: str) -> list:

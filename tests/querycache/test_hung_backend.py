@@ -11,7 +11,7 @@ import time
 import pymysql
 import pytest
 
-from harness.servers import rss_mib
+from harness.servers import freeze, rss_mib
 from qchelpers import q, until_hit
 
 
@@ -21,8 +21,8 @@ def test_stopped_backend_gives_errors_and_recovers(proxy, mariadb):
     until_hit(proxy, warm, sql)
     pid = int((mariadb.base / "mysqld.pid").read_text())
     rss0 = rss_mib(proxy.proc.pid)
-    os.kill(pid, signal.SIGSTOP)
     try:
+        freeze(pid)
         # A cached result is still served on an open connection.
         assert q(warm, sql) == (("v9",),)
         # A new client is told, within the proxy's 5 s greeting timeout.

@@ -213,7 +213,10 @@ impl Feeds {
     /// The `binlog_*` figures: `binlog_feeds` (replica connections open), then, over them,
     /// `binlog_connected` (1 when every stream flows), `binlog_lag_ms` (the largest distance
     /// to the binlog head), `binlog_events`, `binlog_reconnects`, `binlog_head_probes`,
-    /// `binlog_head_probe_failures`, `binlog_rechecks` and `binlog_rechecks_dropped` (sums). Nothing without a follower.
+    /// `binlog_head_probe_failures`, `binlog_rechecks`, `binlog_rechecks_waiting` and
+    /// `binlog_rechecks_dropped` (sums), and `binlog_position` (`file:offset` before which
+    /// every change has been applied once, per backend, comma-separated; `SHOW SLAVE STATUS`'s
+    /// `Relay_Master_Log_File`/`Exec_Master_Log_Pos`). Nothing without a follower.
     pub fn write_stats(&self, sink: &mut dyn StatSink) {
         let feeds: Vec<Arc<Feed>> = self.feeds.lock().values().cloned().collect();
         if feeds.is_empty() {
@@ -230,6 +233,10 @@ impl Feeds {
         let failures = stats.iter().map(|s| s.head_probe_failures).sum::<u64>();
         sink.stat("binlog_head_probe_failures", Kind::Counter, &failures);
         sink.stat("binlog_rechecks", Kind::Counter, &sum(|f| &f.rechecks));
+        let waiting: usize = feeds.iter().map(|f| f.waiting.load(Ordering::Relaxed)).sum();
+        sink.stat("binlog_rechecks_waiting", Kind::Gauge, &waiting);
         sink.stat("binlog_rechecks_dropped", Kind::Counter, &sum(|f| &f.rechecks_dropped));
+        let at = |s: &crate::Stats| s.position.as_ref().map_or("-".to_string(), |p| format!("{}:{}", p.file, p.pos));
+        sink.stat("binlog_position", Kind::Info, &stats.iter().map(at).collect::<Vec<_>>().join(","));
     }
 }
