@@ -92,3 +92,23 @@ def test_unbounded_sides_are_table_level(proxy, pc, mariadb, via):
     # Not asserted fresh (the karma it shows did not change), only that it is not a hit.
     got, _ = wait_for(lambda: not is_hit(proxy, pc, sql)[0], timeout=5 if via.kind == "direct" else 0)
     assert got, f"{sql!r} stayed cached after a write to users ({via.kind}): its users side is table-level"
+
+
+def test_joined_rows_shown_by_key_are_row_tagged(proxy, pc, mariadb, via):
+    """Django's select_related (a post with its author): the users side is bounded only by
+    the post's user_id, which the statement does not say. The result shows u.id, so it is
+    tagged with the user rows it holds: another user's write leaves it, its author's drops
+    it. A LEFT JOIN row without a match (p.id NULL) holds no post row: a write to another
+    post's title leaves it, one that moves a post to that user drops it."""
+    tag = via.kind
+    sql = "SELECT p.id, p.title, u.id, u.karma FROM qc.jt_post p JOIN qc.jt_user u ON u.id = p.user_id WHERE p.id = 9"
+    owner = q(pc, "SELECT user_id FROM qc.jt_post WHERE id = 9")[0][0]
+    other = 1 + owner % 10
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_user SET karma = karma + 1 WHERE id = {other} -- {tag}", [], [sql])
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_user SET karma = karma + 1 WHERE id = {owner} -- {tag}", [sql], [])
+    lonely = ("SELECT u.id, u.karma, p.id, p.title FROM qc.jt_user u LEFT JOIN qc.jt_post p ON p.user_id = u.id "
+              "WHERE u.id = 8 ORDER BY p.id")
+    assert q(pc, lonely)[0][2] is None, "user 8 must have no posts for this test to mean anything"
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_post SET title = 'l-{tag}' WHERE id = 12", [], [lonely])
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_post SET user_id = 8 WHERE id = 12 -- {tag}", [lonely], [])
+    q(via, "UPDATE qc.jt_post SET user_id = 3 WHERE id = 12")

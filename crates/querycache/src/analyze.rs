@@ -52,14 +52,24 @@ pub(crate) struct ReadInfo {
     /// What bounds each table's rows, one per table (empty: every table table-level).
     pub preds: Vec<TablePreds>,
     pub sql_cache: bool,
-    /// Set when the result may be tagged with the rows it returns: the columns its rows'
-    /// membership and order depend on (inner None: any column). See [`crate::RowTag`].
-    pub row_deps: Option<Option<Arc<[Arc<str>]>>>,
+    /// Per table (empty: none), set when the result may be tagged with the rows of that
+    /// table it returns. See [`crate::RowTag`].
+    pub row_deps: Vec<Option<RowDeps>>,
     /// Every column a single-table read names (None: `*`, or not known); see
     /// [`crate::Tag::columns`].
     pub columns: Option<Arc<[Arc<str>]>>,
     /// The plain columns of its ORDER BY, and whether it has a LIMIT ([`ast::ordering`]).
     pub order: (Arc<[Arc<str>]>, bool),
+}
+
+/// How a read's result may be tagged with the rows of one table it returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RowDeps {
+    /// In a join, the name the reply's column definitions give the table (its alias, else
+    /// its name); None for a single-table read.
+    pub alias: Option<Arc<str>>,
+    /// The table's columns its rows' membership and order depend on (None: any column).
+    pub deps: Option<Arc<[Arc<str>]>>,
 }
 
 /// The kind of a statement.
@@ -349,7 +359,15 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
         // A join's bounds count only if its FROM names every table (no subquery adds one).
         joins::join_preds(&stmt).filter(|(rels, _)| *rels == tables).map(|(_, p)| p).unwrap_or_default()
     };
-    let row_deps = if single { ast::row_deps(&stmt).map(|d| d.map(Arc::from)) } else { None };
+    let row_deps = if single {
+        vec![ast::row_deps(&stmt).map(|d| RowDeps { alias: None, deps: d.map(Arc::from) })]
+    } else {
+        let rows = joins::join_row_deps(&stmt).filter(|(rels, _)| *rels == tables).map(|(_, r)| r);
+        let of = |(alias, deps): (Arc<str>, Option<Vec<Arc<str>>>)| {
+            Some(RowDeps { alias: Some(alias), deps: deps.map(Arc::from) })
+        };
+        rows.map(|r| r.into_iter().map(of).collect()).unwrap_or_default()
+    };
     let columns = if single { ast::read_columns(&stmt).map(Arc::from) } else { None };
     let (order, limit) = ast::ordering(&stmt);
     let order = (Arc::from(order), limit);

@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    AssignmentTarget, BinaryOperator, Expr, FromTable, ObjectName, ObjectNamePart, OrderByKind, Query, SelectItem,
-    SetExpr, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Value, Visit, Visitor,
+    AssignmentTarget, BinaryOperator, Expr, FromTable, ObjectName, ObjectNamePart, OrderByKind, Query, Select,
+    SelectItem, SetExpr, Statement, TableFactor, TableObject, TableWithJoins, UnaryOperator, Value, Visit, Visitor,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -285,13 +285,43 @@ pub(crate) fn read_keys(stmt: &Statement) -> Vec<KeyPred> {
     preds(&sel.selection)
 }
 
-/// The columns an expression names (lower-cased), whether it calls a function, and
-/// whether it names columns in a form not collected here (MATCH ... AGAINST).
+/// A column reference as written: its qualifier (`u` in `u.id`, `db`, `t` in `db.t.id`;
+/// empty when unqualified) and its lower-cased name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ColRef {
+    /// The qualifier's parts, as written.
+    pub qual: Vec<String>,
+    /// The column, lower-cased.
+    pub name: Arc<str>,
+}
+
+fn col_ref(e: &Expr) -> Option<ColRef> {
+    match e {
+        Expr::Identifier(i) => Some(ColRef { qual: Vec::new(), name: i.value.to_ascii_lowercase().into() }),
+        Expr::CompoundIdentifier(v) => {
+            let (last, q) = v.split_last()?;
+            Some(ColRef {
+                qual: q.iter().map(|i| i.value.clone()).collect(),
+                name: last.value.to_ascii_lowercase().into(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The columns an expression names, whether it calls a function, and whether it names
+/// columns in a form not collected here (MATCH ... AGAINST).
 #[derive(Default)]
 struct Idents {
-    cols: Vec<Arc<str>>,
+    cols: Vec<ColRef>,
     calls: bool,
     opaque: bool,
+}
+
+impl Idents {
+    fn names(self) -> Vec<Arc<str>> {
+        self.cols.into_iter().map(|c| c.name).collect()
+    }
 }
 
 impl Visitor for Idents {
@@ -299,7 +329,7 @@ impl Visitor for Idents {
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         match e {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.cols.extend(column(e)),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => self.cols.extend(col_ref(e)),
             Expr::Function(_) => self.calls = true,
             Expr::MatchAgainst { .. } => self.opaque = true,
             _ => {}
@@ -314,13 +344,9 @@ fn idents(e: &impl Visit) -> Idents {
     v
 }
 
-/// What a row-tagged result depends on ([`crate::RowTag`]), for a read that is one query
-/// block over one table whose result rows are rows of the table: no GROUP BY, HAVING,
-/// DISTINCT, OFFSET or window, no function call in the select list (an aggregate or a
-/// window function makes a row depend on other rows). The columns named in WHERE and
-/// ORDER BY (an ORDER BY of a select-list alias or position names that item's columns).
-/// `Some(None)`: any column (a position over `*`); None: not row-taggable.
-pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
+/// The query and its one block, if a read's result rows are rows of its FROM clause (see
+/// [`row_deps`]): no CTE, FETCH, locking, OFFSET, GROUP BY, HAVING, DISTINCT or window.
+pub(crate) fn row_shaped(stmt: &Statement) -> Option<(&Query, &Select)> {
     let Statement::Query(q) = stmt else { return None };
     if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() || q.for_clause.is_some() {
         return None;
@@ -333,9 +359,7 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
     let SetExpr::Select(sel) = q.body.as_ref() else { return None };
     let plain_group =
         matches!(&sel.group_by, sqlparser::ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
-    if sel.from.len() != 1
-        || !single_table(&sel.from[0])
-        || !plain_group
+    if !plain_group
         || sel.distinct.is_some()
         || sel.top.is_some()
         || sel.into.is_some()
@@ -349,6 +373,35 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
     {
         return None;
     }
+    Some((q, sel))
+}
+
+/// What a row-tagged result depends on ([`crate::RowTag`]), for a read that is one query
+/// block over one table whose result rows are rows of the table: no GROUP BY, HAVING,
+/// DISTINCT, OFFSET or window, no function call in the select list (an aggregate or a
+/// window function makes a row depend on other rows). The columns named in WHERE and
+/// ORDER BY (an ORDER BY of a select-list alias or position names that item's columns).
+/// `Some(None)`: any column (a position over `*`); None: not row-taggable.
+pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
+    let (q, sel) = row_shaped(stmt)?;
+    if sel.from.len() != 1 || !single_table(&sel.from[0]) {
+        return None;
+    }
+    let deps = row_refs(q, sel, &[])?.map(|refs| {
+        let mut names: Vec<Arc<str>> = refs.into_iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        names
+    });
+    Some(deps)
+}
+
+/// The column references a row-shaped block's membership and order depend on: those in
+/// WHERE, in `conds` (a join's ON conditions), and in ORDER BY (an ORDER BY of a select-list
+/// alias or position names that item's columns). `Some(None)`: any column (a position over
+/// `*`); None: not row-taggable (a function call in the select list: an aggregate or a
+/// window function makes a row depend on other rows; MATCH ... AGAINST).
+pub(crate) fn row_refs(q: &Query, sel: &Select, conds: &[&Expr]) -> Option<Option<Vec<ColRef>>> {
     let mut items = Vec::with_capacity(sel.projection.len());
     let mut star = false;
     for it in &sel.projection {
@@ -367,11 +420,14 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
         }
         items.push((alias, id.cols));
     }
-    let mut deps = match sel.selection.as_ref().map(idents) {
-        Some(w) if w.opaque => return None,
-        Some(w) => w.cols,
-        None => Vec::new(),
-    };
+    let mut deps = Vec::new();
+    for e in sel.selection.iter().chain(conds.iter().copied()) {
+        let id = idents(e);
+        if id.opaque {
+            return None;
+        }
+        deps.extend(id.cols);
+    }
     if let Some(ob) = &q.order_by {
         let OrderByKind::Expressions(list) = &ob.kind else { return None };
         for o in list {
@@ -388,15 +444,14 @@ pub(crate) fn row_deps(stmt: &Statement) -> Option<Option<Vec<Arc<str>>>> {
                 deps.extend(items.iter().flat_map(|(_, c)| c.iter().cloned()));
             }
             for c in cols {
-                if let Some((_, named)) = items.iter().find(|(a, _)| a.as_deref() == Some(&*c)) {
+                let alias = c.qual.is_empty().then_some(&*c.name);
+                if let Some((_, named)) = items.iter().find(|(a, _)| alias.is_some() && a.as_deref() == alias) {
                     deps.extend(named.iter().cloned());
                 }
                 deps.push(c);
             }
         }
     }
-    deps.sort();
-    deps.dedup();
     Some(Some(deps))
 }
 
@@ -414,7 +469,7 @@ pub(crate) fn read_columns(stmt: &Statement) -> Option<Vec<Arc<str>>> {
     if id.opaque {
         return None;
     }
-    let mut cols = id.cols;
+    let mut cols = id.names();
     cols.sort();
     cols.dedup();
     Some(cols)

@@ -315,7 +315,7 @@ impl QueryCache {
             .iter()
             .map(|tag| {
                 let r = tag.rows.as_ref()?;
-                let pks = pk_values(reply, fill.deprecate_eof, r.binary, &tag.table.table, &r.pk, MAX_ROW_TAGS)?;
+                let pks = pk_values(reply, fill.deprecate_eof, r, &tag.table.table, MAX_ROW_TAGS)?;
                 Some((pks, r.deps.clone()))
             })
             .collect();

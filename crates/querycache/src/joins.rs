@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, SetExpr, Statement, TableFactor};
 
-use crate::ast::{conjuncts, key_pred_with, rel_name, Cons, KeyPred, RelName};
+use crate::ast::{conjuncts, key_pred_with, rel_name, row_refs, row_shaped, Cons, KeyPred, RelName};
 
 /// Most conjuncts looked at per join (the rest are ignored: coarser, never wrong).
 const MAX_CONJUNCTS: usize = 64;
@@ -132,6 +132,73 @@ pub(crate) fn join_preds(stmt: &Statement) -> Option<(Vec<RelName>, Vec<TablePre
         })
         .collect();
     Some((entries.into_iter().map(|e| e.rel).collect(), preds))
+}
+
+/// One table of a join as [`join_row_deps`] sees it: the name a reply's column
+/// definitions give it (its alias, else its name), and its columns that decide which of
+/// its rows are in the result and in what order (None: any column).
+pub(crate) type JoinRows = (Arc<str>, Option<Vec<Arc<str>>>);
+
+/// How each table of a join may be tagged with the rows it contributed (see
+/// [`crate::RowTag`]), for one query block over plain tables joined by `JOIN`, `CROSS
+/// JOIN`, `STRAIGHT_JOIN`, commas or `LEFT JOIN` with ON conditions, whose result rows are
+/// combinations of their rows ([`crate::ast::row_shaped`], no function call in the select
+/// list). A row of a table that no result row shows takes part in no combination that
+/// passes WHERE and the ON conditions; an UPDATE of such rows that assigns none of the
+/// columns those clauses and ORDER BY name of that table cannot make it take part (nor
+/// change a combination that does), and deleting it changes nothing. So the columns of a
+/// table counted here are those that WHERE, every ON and ORDER BY name through its alias,
+/// plus every unqualified or unresolved one (it may be any table's). `USING`/`NATURAL`
+/// (columns not written) and other joins give None.
+pub(crate) fn join_row_deps(stmt: &Statement) -> Option<(Vec<RelName>, Vec<JoinRows>)> {
+    let (q, sel) = row_shaped(stmt)?;
+    let mut entries = Vec::new();
+    let mut conds: Vec<&Expr> = Vec::new();
+    for twj in &sel.from {
+        entries.push(entry(&twj.relation, None)?);
+        for j in &twj.joins {
+            let c = match &j.join_operator {
+                JoinOperator::Join(c)
+                | JoinOperator::Inner(c)
+                | JoinOperator::CrossJoin(c)
+                | JoinOperator::StraightJoin(c)
+                | JoinOperator::Left(c)
+                | JoinOperator::LeftOuter(c) => c,
+                _ => return None,
+            };
+            match c {
+                JoinConstraint::On(e) => conds.push(e),
+                JoinConstraint::None => {}
+                JoinConstraint::Using(_) | JoinConstraint::Natural => return None,
+            }
+            entries.push(entry(&j.relation, None)?);
+        }
+    }
+    let refs = row_refs(q, sel, &conds)?;
+    let rows = (0..entries.len())
+        .map(|t| {
+            let deps = refs.as_ref().map(|refs| {
+                let mut d: Vec<Arc<str>> = refs
+                    .iter()
+                    .filter(|c| {
+                        let q: Vec<&str> = c.qual.iter().map(String::as_str).collect();
+                        let mut hits = entries.iter().enumerate().filter(|(_, en)| en.answers_to(&q));
+                        match (hits.next(), hits.next()) {
+                            (Some((i, _)), None) => i == t,
+                            _ => true,
+                        }
+                    })
+                    .map(|c| c.name.clone())
+                    .collect();
+                d.sort();
+                d.dedup();
+                d
+            });
+            let shown: Arc<str> = entries[t].alias.as_deref().map_or_else(|| entries[t].rel.table.clone(), Arc::from);
+            (shown, deps)
+        })
+        .collect();
+    Some((entries.into_iter().map(|e| e.rel).collect(), rows))
 }
 
 fn entry(f: &TableFactor, on: Option<Vec<Expr>>) -> Option<Entry> {
@@ -273,6 +340,33 @@ mod tests {
             "WITH w AS (SELECT 1) SELECT * FROM a JOIN b ON a.id = b.a_id",
         ] {
             assert!(preds(sql).is_none(), "{sql}");
+        }
+    }
+
+    #[test]
+    fn row_deps_go_to_the_table_each_column_names() {
+        let deps = |sql: &str| {
+            let (_, rows) = join_row_deps(&parse(sql).unwrap())?;
+            Some(rows.into_iter().map(|(n, d)| (n.to_string(), d.map(|d| d.join(",")))).collect::<Vec<_>>())
+        };
+        let sql = "SELECT p.title, u.name AS who FROM posts p JOIN users u ON u.id = p.user_id \
+                   LEFT JOIN tags ON tags.post_id = p.id WHERE p.score > ?1 ORDER BY who, karma";
+        let d = deps(sql).unwrap();
+        assert_eq!(d[0], ("p".into(), Some("id,karma,score,user_id,who".into())));
+        assert_eq!(d[1], ("u".into(), Some("id,karma,name,who".into())));
+        assert_eq!(d[2], ("tags".into(), Some("karma,post_id,who".into())));
+        // A position over `*` may order by any column; shapes whose rows are not rows.
+        let d = deps("SELECT * FROM a JOIN b ON b.a_id = a.id ORDER BY ?1").unwrap();
+        assert!(d.iter().all(|(_, d)| d.is_none()), "{d:?}");
+        for sql in [
+            "SELECT a.id FROM a JOIN b USING (id)",
+            "SELECT a.id FROM a NATURAL JOIN b",
+            "SELECT a.id, MAX(b.id) FROM a JOIN b ON b.a_id = a.id",
+            "SELECT a.id FROM a JOIN b ON b.a_id = a.id GROUP BY a.id",
+            "SELECT a.id FROM a JOIN b ON b.a_id = a.id LIMIT ?1 OFFSET ?2",
+            "SELECT a.id FROM a RIGHT JOIN b ON b.a_id = a.id",
+        ] {
+            assert!(deps(sql).is_none(), "{sql}");
         }
     }
 

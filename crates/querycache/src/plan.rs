@@ -344,11 +344,12 @@ impl QueryCache {
             // index cannot show; else the columns of an index it may scan count as named,
             // and under a LIMIT any column may decide which rows it holds.
             let (order, limit) = &r.order;
-            let total = known.int_pk.as_ref().is_some_and(|pk| order.contains(pk));
-            let rows = match (&known.int_pk, &r.row_deps) {
-                (Some(pk), Some(deps)) if single => {
-                    let deps = if *limit && !total { None } else { deps.clone() };
-                    Some(RowTag { pk: pk.clone(), deps, binary })
+            // (A join's ORDER BY names columns without their table here: never total.)
+            let total = single && known.int_pk.as_ref().is_some_and(|pk| order.contains(pk));
+            let rows = match (&known.int_pk, r.row_deps.get(i)) {
+                (Some(pk), Some(Some(rd))) => {
+                    let deps = if *limit && !total { None } else { rd.deps.clone() };
+                    Some(RowTag { pk: pk.clone(), deps, binary, alias: rd.alias.clone() })
                 }
                 _ => None,
             };
@@ -358,6 +359,12 @@ impl QueryCache {
                 _ => None,
             };
             tags.push(Tag { table: t, scope, rows, columns });
+        }
+        // A table joined with itself keeps one record of an entry's rows: no row tags.
+        for i in 0..tags.len() {
+            if tags[i].rows.is_some() && tags.iter().filter(|g| g.table == tags[i].table).count() > 1 {
+                tags[i].rows = None;
+            }
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
             return Err("statement too long");

@@ -7,6 +7,8 @@ use protocol_mysql::lenenc::parse_lenenc_int;
 use protocol_mysql::reply::{read_status, status_offset};
 use protocol_mysql::resultset::{parse_binary_row, parse_text_row_into, ColumnDefinition};
 use protocol_mysql::value::Value;
+
+use crate::types::RowTag;
 use protocol_mysql::{
     SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_CURSOR_EXISTS,
     SERVER_STATUS_IN_TRANS, SERVER_STATUS_IN_TRANS_READONLY,
@@ -86,17 +88,13 @@ pub(crate) fn set_txn_status(
 /// Most rows a result is tagged with by primary key (a larger one keeps its scope only).
 pub(crate) const MAX_ROW_TAGS: usize = 64;
 
-/// The values of integer column `pk` of `table` in every row of a storable result
-/// (packets with headers; `binary`: rows in the binary protocol); None if the result has
-/// no such column, a value is not an integer, or it has more than `max` rows.
-pub(crate) fn pk_values(
-    reply: &[u8],
-    deprecate_eof: bool,
-    binary: bool,
-    table: &str,
-    pk: &str,
-    max: usize,
-) -> Option<Vec<i64>> {
+/// The values of integer column `tag.pk` of `table` in every row of a storable result
+/// (packets with headers; `tag.binary`: rows in the binary protocol); None if the result
+/// has no such column, a value is not an integer, or it has more than `max` rows. In a
+/// join (`tag.alias`), the column must come from the table under that name, and NULLs (a
+/// LEFT JOIN row with no match on that side) are skipped.
+pub(crate) fn pk_values(reply: &[u8], deprecate_eof: bool, tag: &RowTag, table: &str, max: usize) -> Option<Vec<i64>> {
+    let (binary, pk, alias) = (tag.binary, &*tag.pk, tag.alias.as_deref());
     let mut packets = Vec::new();
     let mut pos = 0;
     while let Some(h) = reply.get(pos..pos + 4) {
@@ -114,6 +112,7 @@ pub(crate) fn pk_values(
         if at.is_none()
             && c.org_table.eq_ignore_ascii_case(table.as_bytes())
             && c.org_name.eq_ignore_ascii_case(pk.as_bytes())
+            && alias.is_none_or(|a| c.table == a.as_bytes())
         {
             at = Some(i);
         }
@@ -130,15 +129,20 @@ pub(crate) fn pk_values(
     for r in rows {
         let v = if binary {
             match parse_binary_row(r, &types).ok()?.get(at)? {
-                Value::Int(v) => *v,
-                Value::UInt(u) => i64::try_from(*u).ok()?,
+                Value::Int(v) => Some(*v),
+                Value::UInt(u) => Some(i64::try_from(*u).ok()?),
+                Value::Null if alias.is_some() => None,
                 _ => return None,
             }
         } else {
             parse_text_row_into(r, n, &mut text).ok()?;
-            std::str::from_utf8(text.get(at).copied().flatten()?).ok()?.parse().ok()?
+            match *text.get(at)? {
+                Some(t) => Some(std::str::from_utf8(t).ok()?.parse().ok()?),
+                None if alias.is_some() => None,
+                None => return None,
+            }
         };
-        out.push(v);
+        out.extend(v);
     }
     out.sort_unstable();
     out.dedup();
@@ -158,13 +162,23 @@ mod tests {
         *seq += 1;
     }
 
+    fn tag(pk: &str, binary: bool, alias: Option<&str>) -> RowTag {
+        RowTag { pk: pk.into(), deps: None, binary, alias: alias.map(Into::into) }
+    }
+
     /// A result of columns (org_table, org_name, type) and rows written by `row`.
     fn result(cols: &[(&str, &str, ColumnType)], eof: bool, rows: &[Vec<u8>]) -> Vec<u8> {
+        let cols: Vec<_> = cols.iter().map(|&(t, n, ty)| ("alias", t, n, ty)).collect();
+        aliased(&cols, eof, rows)
+    }
+
+    /// A result of columns (table as named, org_table, org_name, type).
+    fn aliased(cols: &[(&str, &str, &str, ColumnType)], eof: bool, rows: &[Vec<u8>]) -> Vec<u8> {
         let (mut out, mut seq) = (Vec::new(), 1);
         packet(&mut seq, &[cols.len() as u8], &mut out);
-        for (t, n, ty) in cols {
+        for (a, t, n, ty) in cols {
             let def = ColumnDefinition {
-                table: b"alias",
+                table: a.as_bytes(),
                 name: b"x",
                 ..ColumnDefinition::new(b"d", t.as_bytes(), n.as_bytes(), *ty)
             };
@@ -192,15 +206,34 @@ mod tests {
     fn text_rows_give_the_key_column() {
         let cols = [("users", "name", ColumnType::VarString), ("users", "ID", ColumnType::Long)];
         let r = result(&cols, true, &[text(&["b", "7"]), text(&["a", "3"]), text(&["c", "7"])]);
-        assert_eq!(pk_values(&r, false, false, "users", "id", 64), Some(vec![3, 7]));
-        assert_eq!(pk_values(&r, false, false, "users", "id", 2), None, "too many rows");
-        assert_eq!(pk_values(&r, false, false, "posts", "id", 64), None, "another table's column");
-        assert_eq!(pk_values(&r, false, false, "users", "name", 64), None, "not integers");
+        assert_eq!(pk_values(&r, false, &tag("id", false, None), "users", 64), Some(vec![3, 7]));
+        assert_eq!(pk_values(&r, false, &tag("id", false, None), "users", 2), None, "too many rows");
+        assert_eq!(pk_values(&r, false, &tag("id", false, None), "posts", 64), None, "another table's column");
+        assert_eq!(pk_values(&r, false, &tag("name", false, None), "users", 64), None, "not integers");
         let empty = result(&cols, false, &[]);
-        assert_eq!(pk_values(&empty, true, false, "users", "id", 64), Some(vec![]));
+        assert_eq!(pk_values(&empty, true, &tag("id", false, None), "users", 64), Some(vec![]));
         let null = result(&cols, true, &[vec![1, b'a', 0xfb]]);
-        assert_eq!(pk_values(&null, false, false, "users", "id", 64), None);
-        assert_eq!(pk_values(&r[..r.len() - 3], false, false, "users", "id", 64), None, "truncated");
+        assert_eq!(pk_values(&null, false, &tag("id", false, None), "users", 64), None);
+        assert_eq!(pk_values(&r[..r.len() - 3], false, &tag("id", false, None), "users", 64), None, "truncated");
+    }
+
+    #[test]
+    fn a_join_reads_the_key_of_the_table_under_its_name() {
+        // A self-join: both columns are users.id; `u2`'s is wanted, NULL where unmatched.
+        let cols = [("u1", "users", "id", ColumnType::Long), ("u2", "users", "id", ColumnType::Long)];
+        let row = |a: &str, b: Option<&str>| {
+            let mut p = Vec::new();
+            write_text_row(&mut p, &[Some(a.as_bytes()), b.map(str::as_bytes)]);
+            p
+        };
+        let r = aliased(&cols, true, &[row("1", Some("5")), row("2", None), row("3", Some("4"))]);
+        assert_eq!(pk_values(&r, false, &tag("id", false, Some("u2")), "users", 64), Some(vec![4, 5]));
+        assert_eq!(pk_values(&r, false, &tag("id", false, Some("u1")), "users", 64), Some(vec![1, 2, 3]));
+        assert_eq!(pk_values(&r, false, &tag("id", false, Some("U2")), "users", 64), None, "aliases are exact");
+        // A single-table read never has a NULL key: one is no answer.
+        assert_eq!(pk_values(&r, false, &tag("id", false, None), "users", 64), Some(vec![1, 2, 3]));
+        let r = aliased(&cols[1..], true, &[text(&["5"]), vec![0xfb]]);
+        assert_eq!(pk_values(&r, false, &tag("id", false, None), "users", 64), None);
     }
 
     #[test]
@@ -213,8 +246,8 @@ mod tests {
             p
         };
         let r = result(&cols, false, &[row("x", -4), row("yy", 12)]);
-        assert_eq!(pk_values(&r, true, true, "t", "id", 64), Some(vec![-4, 12]));
-        assert_eq!(pk_values(&r, true, false, "t", "id", 64), None, "not text rows");
+        assert_eq!(pk_values(&r, true, &tag("id", true, None), "t", 64), Some(vec![-4, 12]));
+        assert_eq!(pk_values(&r, true, &tag("id", false, None), "t", 64), None, "not text rows");
     }
 
     /// Every truncation and every one-byte change of a valid reply is answered (a value or
@@ -234,13 +267,13 @@ mod tests {
                 p
             };
             let r = result(&cols, !binary, &[row(1), row(22), row(-3)]);
-            assert_eq!(pk_values(&r, binary, binary, "t", "id", 64), Some(vec![-3, 1, 22]));
+            assert_eq!(pk_values(&r, binary, &tag("id", binary, None), "t", 64), Some(vec![-3, 1, 22]));
             for n in 0..r.len() {
-                let _ = pk_values(&r[..n], binary, binary, "t", "id", 64);
+                let _ = pk_values(&r[..n], binary, &tag("id", binary, None), "t", 64);
                 for x in [0u8, 1, 0x7f, 0xfb, 0xfc, 0xfe, 0xff] {
                     let mut m = r.clone();
                     m[n] = x;
-                    let _ = pk_values(&m, binary, binary, "t", "id", 64);
+                    let _ = pk_values(&m, binary, &tag("id", binary, None), "t", 64);
                 }
             }
         }

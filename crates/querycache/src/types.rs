@@ -131,9 +131,9 @@ pub struct Tag {
     pub columns: Option<Arc<[Arc<str>]>>,
 }
 
-/// How a single-table read's result is tagged with the rows it returned: the integer
+/// How a read's result is tagged with the rows of one table it returned: the integer
 /// primary key's values, read from the reply's column `pk`, and the columns that decide
-/// which rows it holds and in what order (WHERE and ORDER BY).
+/// which rows it holds and in what order (WHERE, a join's ON conditions, ORDER BY).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowTag {
     /// The table's integer primary-key column (lower-cased).
@@ -142,6 +142,10 @@ pub struct RowTag {
     pub deps: Option<Arc<[Arc<str>]>>,
     /// The reply is in the binary protocol (a prepared statement's execution).
     pub binary: bool,
+    /// In a join, the name the reply's column definitions give the table (its alias, else
+    /// its name): `pk` is read from that table's column only, and a NULL there (a LEFT
+    /// JOIN row without a match) is no row of it.
+    pub alias: Option<Arc<str>>,
 }
 
 /// Every dependency of a cached result.

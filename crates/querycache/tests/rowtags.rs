@@ -278,3 +278,92 @@ fn an_order_that_is_not_total_counts_the_scanned_index() {
     let w = "UPDATE posts SET title = 'x' WHERE id = 9";
     assert_eq!(after(&c, &mut s, &reads, w), [true, true, true, true, false, false]);
 }
+
+/// A text result set of joined columns (table as the query names it, table, column); a
+/// `None` cell is NULL.
+fn joined(cols: &[(&str, &str, &str)], rows: &[&[Option<&str>]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut seq = 1;
+    packet(&mut seq, &[cols.len() as u8], &mut out);
+    for (alias, table, c) in cols {
+        let def = ColumnDefinition {
+            table: alias.as_bytes(),
+            ..ColumnDefinition::new(b"shop", table.as_bytes(), c.as_bytes(), ColumnType::Long)
+        };
+        let mut p = Vec::new();
+        def.write(&mut p);
+        packet(&mut seq, &p, &mut out);
+    }
+    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+    for r in rows {
+        let mut p = Vec::new();
+        write_text_row(&mut p, &r.iter().map(|v| v.map(str::as_bytes)).collect::<Vec<_>>());
+        packet(&mut seq, &p, &mut out);
+    }
+    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
+    out
+}
+
+#[test]
+fn each_side_of_a_join_is_tagged_with_the_rows_it_shows() {
+    let c = cache();
+    let mut s = shop(&c);
+    // Django's select_related: a post with its author. The users side is bounded only by
+    // the post's user_id, which the statement does not say: its rows tell it.
+    let related = || {
+        let sql = "SELECT p.id, p.score, u.id, u.karma FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = 5";
+        let cols = [("p", "posts", "id"), ("p", "posts", "score"), ("u", "users", "id"), ("u", "users", "karma")];
+        (sql, joined(&cols, &[&[Some("5"), Some("1"), Some("3"), Some("0")]]))
+    };
+    // Without u.id in the select list the user rows are not known.
+    let blind = || {
+        let sql = "SELECT p.id, u.karma FROM posts p JOIN users u ON u.id = p.user_id WHERE p.id = 6";
+        (sql, joined(&[("p", "posts", "id"), ("u", "users", "karma")], &[&[Some("6"), Some("0")]]))
+    };
+    // A user without posts: the posts side shows NULL, so it holds no post row.
+    let lonely = || {
+        let sql = "SELECT u.id, p.id, p.score FROM users u LEFT JOIN posts p ON p.user_id = u.id WHERE u.id = 9";
+        let cols = [("u", "users", "id"), ("p", "posts", "id"), ("p", "posts", "score")];
+        (sql, joined(&cols, &[&[Some("9"), None, None]]))
+    };
+    let w = |sql| after(&c, &mut shop(&c), &[related(), blind(), lonely()], sql);
+    // Another user's row, the author's own row, a column the join matches on.
+    assert_eq!(w("UPDATE users SET karma = karma + 1 WHERE id = 4"), [true, false, true]);
+    assert_eq!(w("UPDATE users SET karma = karma + 1 WHERE id = 3"), [false, false, true]);
+    assert_eq!(w("DELETE FROM users WHERE id = 4"), [true, false, true]);
+    assert_eq!(w("DELETE FROM users WHERE id = 9"), [true, false, false]);
+    assert_eq!(w("INSERT INTO users (id, email) VALUES (10, 'z@x')"), [false, false, true]);
+    // Posts: another post's score (posts is bounded by p.id, and lonely holds no post row);
+    // a post moved to user 9 (user_id decides lonely's rows).
+    assert_eq!(w("UPDATE posts SET score = 2 WHERE id = 7"), [true, true, true]);
+    assert_eq!(w("UPDATE posts SET user_id = 9 WHERE id = 7"), [true, true, false]);
+    assert_eq!(w("UPDATE posts SET score = 2 WHERE id = 5"), [false, true, true]);
+    let _ = read(&c, &mut s, related().0, &related().1);
+}
+
+#[test]
+fn joins_that_cannot_tell_their_rows_are_not_row_tagged() {
+    let c = cache();
+    let mut s = shop(&c);
+    let one = |sql: &'static str| {
+        let cols = [("a", "users", "id"), ("b", if sql.contains("posts b") { "posts" } else { "users" }, "id")];
+        (sql, joined(&cols, &[&[Some("1"), Some("2")]]))
+    };
+    let reads = [
+        // A self-join: one record of rows per table and entry.
+        one("SELECT a.id, b.id FROM users a JOIN users b ON b.karma = a.karma WHERE a.id = 1"),
+        // USING names its columns unqualified and implicitly; an aggregate; DISTINCT.
+        one("SELECT a.id, b.id FROM users a JOIN posts b USING (id) WHERE a.id = 1"),
+        one("SELECT a.id, COUNT(b.id) FROM users a JOIN posts b ON b.user_id = a.id WHERE a.id = 1"),
+        one("SELECT DISTINCT a.id, b.id FROM users a JOIN posts b ON b.user_id = a.id WHERE a.id = 1"),
+        // An unqualified column counts for every table: karma decides users' rows here.
+        one("SELECT a.id, b.id FROM posts a JOIN users b ON b.id = a.user_id WHERE karma = 1"),
+    ];
+    // (Their users side is bounded by a.id = 1 but for the first and the last.)
+    let users = [reads[0].clone(), reads[4].clone()];
+    assert_eq!(after(&c, &mut s, &users, "UPDATE users SET karma = 3 WHERE id = 7"), [false; 2]);
+    assert_eq!(after(&c, &mut s, &reads[1..4], "UPDATE posts SET score = 3 WHERE id = 7"), [false; 3]);
+    // The control: shown, the rows of a join keep it.
+    let shown = one("SELECT a.id, b.id FROM users a JOIN posts b ON b.user_id = a.id WHERE a.id = 1");
+    assert_eq!(after(&c, &mut s, &[shown], "UPDATE posts SET score = 3 WHERE id = 7"), [true]);
+}
