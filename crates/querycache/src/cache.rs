@@ -237,7 +237,7 @@ impl QueryCache {
         for t in tables {
             let st = l.state(&self.index, t);
             if let Some(s) = since {
-                if tags.0.iter().filter(|g| g.table == *t).any(|g| !st.unchanged_since(s, &g.scope)) {
+                if tags.0.iter().filter(|g| g.table == *t).any(|g| !st.unchanged_since(s, g)) {
                     return None;
                 }
             }
@@ -324,7 +324,7 @@ impl QueryCache {
         // fill began touched rows it depends on (what it read may predate that change); a
         // change to other keys of its tables does not matter (a write rate that keeps some
         // key of every table changing would otherwise refuse most fills under load).
-        let touched = fill.tags.0.iter().any(|g| !l.state(&self.index, &g.table).unchanged_since(fill.since, &g.scope));
+        let touched = fill.tags.0.iter().any(|g| !l.state(&self.index, &g.table).unchanged_since(fill.since, g));
         if self.epoch.load(Ordering::Acquire) != fill.versions[0] || touched || !self.is_online() {
             bump(&self.counters.fills_refused);
             return;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::ranges::Ranges;
-use crate::types::{KeyValues, RowChange, Scope, TableName};
+use crate::types::{KeyValues, RowChange, Scope, TableName, Tag};
 
 /// An entry's name in the engine: the hash of its full key.
 pub(crate) type Hk = [u8; 16];
@@ -45,6 +45,16 @@ const RECENT_ENTRIES: usize = 32;
 /// Most key values they hold together (an invalidation naming more is table-level here).
 const RECENT_KEYS: usize = 128;
 
+/// One row-level invalidation a table remembers ([`Recent`]).
+struct Noted {
+    seq: u64,
+    /// The integer primary keys and key values of the rows it changed.
+    ints: Vec<i64>,
+    values: Vec<KeyValues>,
+    /// For an UPDATE, the columns it may have changed (None: any, rows came or went).
+    assigned: Option<Vec<Arc<str>>>,
+}
+
 /// A table's recent row-level invalidations, for fills inside transactions: a read whose
 /// snapshot may predate a change is stored only if no change since the transaction began
 /// touched its rows. What is not remembered (a table-level change, one that fell off the
@@ -52,8 +62,8 @@ const RECENT_KEYS: usize = 128;
 /// began before `floor` fills nothing from this table.
 #[derive(Default)]
 struct Recent {
-    /// (sequence, integer primary keys, key values) of each row-level invalidation, oldest first.
-    log: std::collections::VecDeque<(u64, Vec<i64>, Vec<KeyValues>)>,
+    /// Each row-level invalidation, oldest first.
+    log: std::collections::VecDeque<Noted>,
     /// Key values held in `log`.
     keys: usize,
     /// Everything up to this sequence is unknown.
@@ -68,7 +78,11 @@ impl Recent {
         let keys = keys.filter(|k| *k.change != RowChange::InsertUnknownKeys);
         match keys {
             Some(k) if n <= RECENT_KEYS => {
-                self.log.push_back((seq, k.ints.to_vec(), k.values.to_vec()));
+                let assigned = match k.change {
+                    RowChange::Update(cols) => Some(cols.clone()),
+                    _ => None,
+                };
+                self.log.push_back(Noted { seq, ints: k.ints.to_vec(), values: k.values.to_vec(), assigned });
                 self.keys += n;
             }
             _ => {
@@ -78,26 +92,35 @@ impl Recent {
             }
         }
         while self.log.len() > RECENT_ENTRIES || self.keys > RECENT_KEYS {
-            let Some((s, ints, values)) = self.log.pop_front() else { break };
-            self.keys -= ints.len() + values.iter().map(|v| v.values.len()).sum::<usize>();
-            self.floor = self.floor.max(s);
+            let Some(old) = self.log.pop_front() else { break };
+            self.keys -= old.ints.len() + old.values.iter().map(|v| v.values.len()).sum::<usize>();
+            self.floor = self.floor.max(old.seq);
         }
     }
 
-    /// Did anything after `since` change rows that `scope` reads? (What
-    /// [`TableState::drain_keys`] would have dropped had the result been stored then.)
-    fn changed_since(&self, since: u64, scope: &Scope) -> bool {
+    /// Did anything after `since` change rows that `scope` reads, in a column it names
+    /// (`columns`: [`crate::Tag::columns`])? (What [`TableState::drain_keys`] would have
+    /// dropped had the result been stored then: an UPDATE assigning none of the columns a
+    /// read names cannot change its result.)
+    fn changed_since(&self, since: u64, scope: &Scope, columns: Option<&[Arc<str>]>) -> bool {
         if self.floor > since {
             return true;
         }
-        self.log.iter().filter(|(s, ..)| *s > since).any(|(_, ints, values)| match scope {
-            Scope::Table => true,
-            Scope::Points(ps) => ints.iter().any(|k| ps.contains(k)),
-            Scope::Range(lo, hi) => ints.iter().any(|k| (lo..=hi).contains(&k)),
-            Scope::Values(kv) => match values.iter().find(|v| v.key == kv.key) {
-                Some(v) => v.values.iter().any(|x| kv.values.contains(x)),
-                None => true,
-            },
+        self.log.iter().filter(|n| n.seq > since).any(|n| {
+            let named = match (&n.assigned, columns) {
+                (Some(assigned), Some(named)) => !disjoint(assigned, named),
+                _ => true,
+            };
+            named
+                && match scope {
+                    Scope::Table => true,
+                    Scope::Points(ps) => n.ints.iter().any(|k| ps.contains(k)),
+                    Scope::Range(lo, hi) => n.ints.iter().any(|k| (lo..=hi).contains(&k)),
+                    Scope::Values(kv) => match n.values.iter().find(|v| v.key == kv.key) {
+                        Some(v) => v.values.iter().any(|x| kv.values.contains(x)),
+                        None => true,
+                    },
+                }
         })
     }
 }
@@ -165,10 +188,10 @@ impl TableState {
         TableState { seq, recent: Recent { floor: seq, ..Default::default() }, ..Default::default() }
     }
 
-    /// May a read of `scope` that a transaction began at sequence `since` be stored? Not
-    /// if a change since then touched its rows (the transaction's snapshot may predate it).
-    pub fn unchanged_since(&self, since: u64, scope: &Scope) -> bool {
-        self.seq <= since || !self.recent.changed_since(since, scope)
+    /// May a read tagged `tag` whose snapshot may be as old as sequence `since` be stored?
+    /// Not if a change since then touched its rows in a column it names.
+    pub fn unchanged_since(&self, since: u64, tag: &Tag) -> bool {
+        self.seq <= since || !self.recent.changed_since(since, &tag.scope, tag.columns.as_deref())
     }
 
     /// Record an invalidation at `seq` (`keys` None: the whole table).

@@ -94,6 +94,36 @@ fn fill_racing_a_change_of_other_rows_is_stored() {
 }
 
 #[test]
+fn fill_racing_an_update_of_columns_it_does_not_name_is_stored() {
+    let c = cache();
+    let mut s = session(&c);
+    let update = |k: i64, col: &str| Invalidation::Keys {
+        db: "sbtest".into(),
+        table: "sbtest1".into(),
+        keys: vec![k],
+        values: vec![],
+        change: querycache::RowChange::Update(vec![col.into()]),
+    };
+    // sysbench's writer (`SET k = k + 1 WHERE id = ?`) changes row 5 while `SELECT c` reads it.
+    let (key, tags) = plan(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 5");
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&update(5, "k"), Source::Binlog);
+    c.finish_fill(f, Some(&rows("five")));
+    assert_eq!(c.lookup(&key), Some(rows("five")));
+    // A column it names, or a read of every column, is refused.
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&update(5, "c"), Source::Binlog);
+    c.finish_fill(f, Some(&rows("five")));
+    assert_eq!(c.lookup(&key), None);
+    let (key, tags) = plan(&c, &mut s, "SELECT * FROM sbtest1 WHERE id = 5");
+    let f = leader(c.begin_fill(&key, &tags));
+    c.invalidate(&update(5, "k"), Source::Binlog);
+    c.finish_fill(f, Some(&rows("star")));
+    assert_eq!(c.lookup(&key), None);
+    assert_eq!(c.stats().fills_refused, 2);
+}
+
+#[test]
 fn identical_concurrent_misses_share_one_query() {
     let c = Arc::new(cache());
     let mut s = session(&c);
