@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::feeds::Feed;
-use crate::follower::Shared;
+use crate::state::Shared;
 
 /// One cache's rule "answer from memory only while the follower is close to the head".
 pub struct Freshness {

@@ -24,7 +24,7 @@ use mysql_async::{Conn, Opts};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::follower::{now_ms, Position};
+use crate::position::{now_ms, Position};
 
 /// How often the server is asked where its binlog ends.
 pub const PROBE: Duration = Duration::from_millis(20);

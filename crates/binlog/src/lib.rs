@@ -30,10 +30,14 @@ mod follower;
 pub mod fresh;
 mod head;
 mod meta;
+mod position;
 mod session;
+mod state;
 mod template;
 
 pub use change::{Change, RowsKind, TableSchema, Value};
-pub use follower::{Config, Follower, Position, Stats};
+pub use follower::Follower;
 pub use head::PROBE;
+pub use position::Position;
+pub use state::{Config, Stats};
 pub use template::{KeyTemplate, KEY_MAX};

@@ -13,8 +13,9 @@ use tokio::sync::watch;
 
 use crate::change::Change;
 use crate::decode::Decoder;
-use crate::follower::{now_ms, Config, Position, Shared};
 use crate::meta::Meta;
+use crate::position::{now_ms, Position};
+use crate::state::{Config, Shared};
 
 /// Heartbeat period asked of the server while it has no events to send.
 const HEARTBEAT: Duration = Duration::from_millis(500);

@@ -10,6 +10,7 @@
 //!
 //! The contract is memcached 1.6.18's `protocol.txt` and `protocol-binary.txt`.
 
+pub mod ascii;
 pub mod binary;
 pub mod meta;
 pub mod number;

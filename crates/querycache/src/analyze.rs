@@ -6,103 +6,11 @@
 
 use std::sync::Arc;
 
-use crate::ast::{self, RelName, SlotRef, WriteKeys};
+use crate::ast::{self, RelName};
 use crate::funcs;
 use crate::joins::{self, TablePreds};
-use crate::lexer::{Lexer, Tok, Token};
-
-/// A session-variable assignment as written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SetValue {
-    /// A literal (its text is taken from the statement).
-    Slot(SlotRef),
-    /// A bare word (`ON`, `DEFAULT`, a charset name).
-    Word(Arc<str>),
-}
-
-/// One tracked `SET` item: lower-cased variable name and value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SetItem {
-    pub name: Arc<str>,
-    pub value: Vec<SetValue>,
-}
-
-/// Which tables a write may change.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Targets {
-    Tables(Vec<RelName>),
-    /// A whole database (None: the session's).
-    Database(Option<Arc<str>>),
-    All,
-}
-
-/// A write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct WriteInfo {
-    pub targets: Targets,
-    pub keys: Option<WriteKeys>,
-    /// DDL: the schema registry forgets what it knew.
-    pub ddl: bool,
-}
-
-/// A read that may be cached.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ReadInfo {
-    pub tables: Vec<RelName>,
-    /// What bounds each table's rows, one per table (empty: every table table-level).
-    pub preds: Vec<TablePreds>,
-    pub sql_cache: bool,
-    /// Per table (empty: none), set when the result may be tagged with the rows of that
-    /// table it returns. See [`crate::RowTag`].
-    pub row_deps: Vec<Option<RowDeps>>,
-    /// Every column a single-table read names (None: `*`, or not known); see
-    /// [`crate::Tag::columns`].
-    pub columns: Option<Arc<[Arc<str>]>>,
-    /// The plain columns of its ORDER BY, and whether it has a LIMIT ([`ast::ordering`]).
-    pub order: (Arc<[Arc<str>]>, bool),
-}
-
-/// How a read's result may be tagged with the rows of one table it returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RowDeps {
-    /// In a join, the name the reply's column definitions give the table (its alias, else
-    /// its name); None for a single-table read.
-    pub alias: Option<Arc<str>>,
-    /// The table's columns its rows' membership and order depend on (None: any column).
-    pub deps: Option<Arc<[Arc<str>]>>,
-}
-
-/// The kind of a statement.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Read(ReadInfo),
-    /// A read that is never cached, and why.
-    NotCacheable(&'static str),
-    Write(WriteInfo),
-    /// BEGIN, COMMIT, ROLLBACK, ...: state comes from the reply's status flags.
-    Txn,
-    /// Trackable session changes.
-    Set(Vec<SetItem>),
-    /// `USE db`.
-    Use(Arc<str>),
-    /// Session state the cache cannot follow: caching off for the connection.
-    Untrackable(&'static str),
-    /// Effects the analysis cannot bound (dynamic SQL, `CALL`, a stored function): may
-    /// write any table and create temporary tables, so everything is invalidated before
-    /// the OK and caching is off for the connection.
-    Unbounded(&'static str),
-    /// Anything else, forwarded without effect on the cache (SHOW, DO, ...).
-    Other,
-}
-
-/// The memoized analysis of one digest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Analysis {
-    pub kind: Kind,
-    /// Calls of functions that are not builtins (`name(` or `db.name(`): if one is a
-    /// stored function it may write anything (checked against the schema registry).
-    pub calls: Vec<RelName>,
-}
+use crate::kind::{write_all, Analysis, Kind, ReadInfo, RowDeps, Targets, WriteInfo};
+use crate::lexer::{ident, Lexer, Tok, Token};
 
 fn up(digest: &[u8], t: &Token) -> Vec<u8> {
     digest[t.start..t.end].to_ascii_uppercase()
@@ -216,11 +124,6 @@ fn malformed(digest: &[u8], toks: &[Token]) -> Kind {
     }
 }
 
-/// A write that may change anything: everything is invalidated before its OK.
-pub(crate) fn write_all() -> Kind {
-    Kind::Write(WriteInfo { targets: Targets::All, keys: None, ddl: false })
-}
-
 pub(crate) fn analyze_one(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
     let first = toks.iter().position(|t| !(t.kind == Tok::Punct && &digest[t.start..t.end] == b"("));
     let Some(first) = first else { return Kind::Other };
@@ -230,6 +133,7 @@ pub(crate) fn analyze_one(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
         b"INSERT" | b"UPDATE" | b"DELETE" | b"REPLACE" | b"LOAD" | b"TRUNCATE" => write(digest, toks, whole),
         b"CREATE" | b"ALTER" | b"DROP" | b"RENAME" => ddl(digest, toks),
         b"BEGIN" | b"START" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => Kind::Txn,
+        b"SET" if is_word(digest, toks.get(first + 1), "STATEMENT") => set_statement(digest, &toks[first + 2..]),
         b"SET" => crate::setstmt::analyze_set(digest, &toks[first + 1..]),
         b"USE" => match toks.get(first + 1) {
             Some(t) if toks.len() == first + 2 => Kind::Use(ident(digest, t).into()),
@@ -244,6 +148,22 @@ pub(crate) fn analyze_one(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
         b"SHOW" | b"DESCRIBE" | b"DESC" | b"EXPLAIN" | b"HELP" | b"DO" | b"HANDLER" | b"PREPARE" | b"DEALLOCATE"
         | b"LOCK" | b"UNLOCK" | b"KILL" | b"CHECK" | b"CHECKSUM" | b"SIGNAL" | b"RESIGNAL" | b"GET" => Kind::Other,
         _ => write_all(),
+    }
+}
+
+/// `SET STATEMENT var=val, ... FOR statement` (`toks` after `STATEMENT`): the statement runs
+/// with those values.
+fn set_statement(digest: &[u8], toks: &[Token]) -> Kind {
+    let Some(f) = toks.iter().position(|t| is_word(digest, Some(t), "FOR")) else { return Kind::Untrackable("SET") };
+    // Under another sql_mode the statement may lex differently (NO_BACKSLASH_ESCAPES,
+    // ANSI_QUOTES): what it writes is not known.
+    let sets_mode = toks[..f].iter().any(|t| is_word(digest, Some(t), "sql_mode"));
+    match analyze_one(digest, &toks[f + 1..], true) {
+        Kind::Unbounded(r) => Kind::Unbounded(r),
+        _ if sets_mode => write_all(),
+        Kind::Read(_) | Kind::NotCacheable(_) | Kind::Other => Kind::NotCacheable("SET STATEMENT"),
+        Kind::Write(w) => Kind::Write(WriteInfo { keys: None, ..w }),
+        _ => Kind::Untrackable("SET STATEMENT"),
     }
 }
 
@@ -262,16 +182,6 @@ fn analyze_statement(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
             Kind::Read(_) => Kind::NotCacheable("ANALYZE"),
             k => k,
         },
-    }
-}
-
-/// An identifier token's name (backticks removed, doubled backticks undone).
-pub(crate) fn ident(digest: &[u8], t: &Token) -> String {
-    let s = String::from_utf8_lossy(&digest[t.start..t.end]);
-    if t.kind == Tok::Quoted && s.len() >= 2 {
-        s[1..s.len() - 1].replace("``", "`")
-    } else {
-        s.into_owned()
     }
 }
 

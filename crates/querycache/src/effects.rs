@@ -11,8 +11,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::analyze::{analyze_one, Kind, Targets};
+use crate::analyze::analyze_one;
 use crate::ast::RelName;
+use crate::kind::{Kind, Targets};
 use crate::lexer::{self, Lexer, Tok, Token};
 use crate::types::TableName;
 

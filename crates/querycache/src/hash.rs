@@ -25,3 +25,6 @@ pub(crate) fn hash128(b: &[u8]) -> [u8; 16] {
     out[8..].copy_from_slice(&h2.finish().to_le_bytes());
     out
 }
+
+/// An entry's name in the engine: the hash of its full key.
+pub(crate) type Hk = [u8; 16];

@@ -12,11 +12,9 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::hash::Hk;
 use crate::ranges::Ranges;
 use crate::types::{KeyValues, RowChange, Scope, TableName, Tag};
-
-/// An entry's name in the engine: the hash of its full key.
-pub(crate) type Hk = [u8; 16];
 
 /// What a row-level invalidation knows: the integer primary-key values, the values of
 /// the keys in `values` (every other key's results go unless their rows are known and

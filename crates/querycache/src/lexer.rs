@@ -429,6 +429,16 @@ pub(crate) fn digest(src: &[u8], dialect: Dialect) -> Lexed {
     out
 }
 
+/// An identifier token's name (backticks removed, doubled backticks undone).
+pub(crate) fn ident(digest: &[u8], t: &Token) -> String {
+    let s = String::from_utf8_lossy(&digest[t.start..t.end]);
+    if t.kind == Tok::Quoted && s.len() >= 2 {
+        s[1..s.len() - 1].replace("``", "`")
+    } else {
+        s.into_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,7 @@ mod hash;
 mod index;
 mod joins;
 mod keys;
+mod kind;
 mod lexer;
 mod memo;
 mod plan;
@@ -67,6 +68,7 @@ pub mod session;
 mod setstmt;
 pub mod stats;
 pub mod types;
+mod values;
 mod writes;
 
 pub use cache::{Fill, FillStart, QueryCache};

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::analyze::{analyze, Analysis};
+use crate::analyze::analyze;
 use crate::hash::hash64;
+use crate::kind::Analysis;
 
 const SHARDS: usize = 32;
 /// Longer digests (bulk inserts) are analysed every time rather than kept, so the memo

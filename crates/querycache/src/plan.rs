@@ -4,15 +4,16 @@
 
 use std::sync::Arc;
 
-use crate::analyze::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
-use crate::ast::{RelName, SlotRef};
+use crate::ast::RelName;
 use crate::cache::{make_key, QueryCache, MAX_KEY};
 use crate::config::{InTransactions, Mode};
 use crate::digests::Outcome;
+use crate::kind::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
 use crate::lexer::{self, Slot, SlotValue};
 use crate::session::{Change, Session, SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::stats::bump;
 use crate::types::{Invalidation, Param, Plan, RowTag, Scope, Source, TableName, Tag, Tags};
+use crate::values::Values;
 use crate::writes::{untrackable_var, write_keys};
 
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
@@ -35,47 +36,6 @@ impl Prepared {
     /// Number of `?` parameters the lexer saw.
     pub fn param_count(&self) -> usize {
         self.slots.iter().filter(|s| matches!(s.value, SlotValue::Param(_))).count()
-    }
-}
-
-/// Where the values of a statement come from.
-pub(crate) struct Values<'a> {
-    pub text: &'a [u8],
-    pub slots: &'a [Slot],
-    pub params: &'a [Param],
-}
-
-impl Values<'_> {
-    /// An integer literal's or integer parameter's value (negated for `- ?`).
-    pub(crate) fn int(&self, r: SlotRef) -> Option<i64> {
-        let v = match self.slots.get(r.slot as usize)?.value {
-            SlotValue::Int(v) => v,
-            SlotValue::Param(n) => match self.params.get(n as usize)? {
-                Param::Int(v) => *v,
-                Param::UInt(u) => i64::try_from(*u).ok()?,
-                _ => return None,
-            },
-            SlotValue::Other => return None,
-        };
-        if r.neg {
-            v.checked_neg()
-        } else {
-            Some(v)
-        }
-    }
-
-    /// A literal's text as written (None for a parameter).
-    fn text(&self, r: SlotRef) -> Option<Vec<u8>> {
-        let s = self.slots.get(r.slot as usize)?;
-        if matches!(s.value, SlotValue::Param(_)) {
-            return None;
-        }
-        let mut v = Vec::new();
-        if r.neg {
-            v.push(b'-');
-        }
-        v.extend_from_slice(&self.text[s.start as usize..s.end as usize]);
-        Some(v)
     }
 }
 

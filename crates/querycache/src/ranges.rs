@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::index::Hk;
+use crate::hash::Hk;
 
 /// Widest range (`hi - lo`) tagged as a range; wider reads are tagged table-level.
 pub(crate) const MAX_RANGE_WIDTH: u64 = (1 << 20) - 1;

@@ -16,10 +16,10 @@ use crate::ast::{Cons, KeyPred, SlotRef};
 use crate::joins::{Carried, TablePreds};
 use crate::keys::{combinations, KeyDef, Part, MAX_VALUES};
 use crate::lexer::SlotValue;
-use crate::plan::Values;
 use crate::ranges::MAX_RANGE_WIDTH;
 use crate::schema::Known;
 use crate::types::{KeyValues, Param, Scope};
+use crate::values::Values;
 
 /// Most integer primary-key points a read is tagged with (an IN list); more: table-level.
 pub(crate) const MAX_READ_POINTS: usize = MAX_VALUES;

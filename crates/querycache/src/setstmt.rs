@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::analyze::{analyze_one, ident, Kind, SetItem, SetValue};
 use crate::ast::SlotRef;
+use crate::kind::{write_all, Kind, SetItem, SetValue};
+use crate::lexer::ident;
 use crate::lexer::{Tok, Token};
 
 fn text<'a>(digest: &'a [u8], t: &Token) -> &'a [u8] {
@@ -60,22 +61,6 @@ fn params(toks: &[Token]) -> u16 {
 
 /// Analyse the tokens after `SET`.
 pub(crate) fn analyze_set(digest: &[u8], toks: &[Token]) -> Kind {
-    if word(digest, toks.first(), "STATEMENT") {
-        // SET STATEMENT var=val, ... FOR statement: the statement runs with those values.
-        let Some(f) = toks.iter().position(|t| word(digest, Some(t), "FOR")) else { return Kind::Untrackable("SET") };
-        // Under another sql_mode the statement may lex differently (NO_BACKSLASH_ESCAPES,
-        // ANSI_QUOTES): what it writes is not known.
-        let sets_mode = toks[..f].iter().any(|t| word(digest, Some(t), "sql_mode"));
-        return match analyze_one(digest, &toks[f + 1..], true) {
-            Kind::Unbounded(r) => Kind::Unbounded(r),
-            _ if sets_mode => {
-                Kind::Write(crate::analyze::WriteInfo { targets: crate::analyze::Targets::All, keys: None, ddl: false })
-            }
-            Kind::Read(_) | Kind::NotCacheable(_) | Kind::Other => Kind::NotCacheable("SET STATEMENT"),
-            Kind::Write(w) => Kind::Write(crate::analyze::WriteInfo { keys: None, ..w }),
-            _ => Kind::Untrackable("SET STATEMENT"),
-        };
-    }
     let mut out = Vec::new();
     let mut slot = 0u16;
     for item in items(digest, toks) {
@@ -106,7 +91,7 @@ pub(crate) fn analyze_set(digest: &[u8], toks: &[Token]) -> Kind {
         if word(digest, first, "DEFAULT") && word(digest, item.get(i + 1), "ROLE") {
             // Another login of that user may now run without the role: what was cached
             // with it must go before the OK (the binlog would only say so later).
-            return crate::analyze::write_all();
+            return write_all();
         }
         if word(digest, first, "PASSWORD") {
             continue; // sessions keep their privileges; logins are never cached

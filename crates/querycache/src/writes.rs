@@ -3,10 +3,10 @@
 
 use crate::ast::{SlotRef, WriteKeys};
 use crate::keys::{encode, row_values, KeyDef, Part};
-use crate::plan::Values;
 use crate::schema::Known;
 use crate::scopes::MAX_WRITE_POINTS;
 use crate::types::{Invalidation, KeyValues, Param, RowChange, Scope, TableName};
+use crate::values::Values;
 
 /// What a single-table write changes, if it can be narrowed to rows: the integer primary
 /// key's values, the values of the value-tagged keys it knows, and how the rows change

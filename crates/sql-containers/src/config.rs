@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use crate::plugin::from_plugin_rows;
-
 /// Everything the SQL tier needs, as read from the TOML file (or built in code).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -498,6 +496,7 @@ pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::from_plugin_rows;
 
     const FULL: &str = r#"
 [backend]

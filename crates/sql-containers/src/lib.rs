@@ -67,6 +67,7 @@
 
 pub mod backend;
 pub mod batch;
+mod column;
 pub mod config;
 pub mod error;
 pub mod ops;
@@ -83,11 +84,12 @@ use backend::mysql::MysqlBackend;
 use backend::sqlite::SqliteBackend;
 use backend::Backend;
 pub use backend::BackendStats;
-use config::{from_plugin_rows, resolve_options, OptionsConfig, PluginTables};
+use config::{resolve_options, OptionsConfig, PluginTables};
 pub use config::{BackendKind, CachePolicy, ContainerDef, MysqlLogin, Options, PlainKeys, Policy, SqlConfig};
 pub use error::{BackendError, LoadError};
 use ops::{absolute_exptime, unix_now, CasClock, Op, OpResult};
 pub use ops::{ArithOutcome, DeleteOutcome, Row, StoreMode, StoreOutcome};
+use plugin::from_plugin_rows;
 pub use request::{Reply, Request};
 use validate::Mapping;
 

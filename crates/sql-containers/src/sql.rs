@@ -1,7 +1,7 @@
 //! SQL text for a validated container. Identifiers come only from [`crate::validate`]
 //! (the backend's own names, quoted here); keys and values are always `?` parameters.
 
-use crate::validate::Column;
+use crate::column::Column;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

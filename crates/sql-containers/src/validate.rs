@@ -2,56 +2,9 @@
 //! usable types and its key has a unique index. The result, [`Mapping`], is the only
 //! place SQL identifiers come from (the names as the backend reported them, quoted).
 
+pub use crate::column::{mysql_kind, sqlite_kind, ColKind, Column};
 use crate::config::{ContainerDef, Policy};
 use crate::sql::{Dialect, Statements};
-
-/// How a column's type maps onto memcached bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColKind {
-    /// Character data: bound and read as text (bytes kept as they are).
-    Text,
-    /// Binary data: bound and read as bytes.
-    Blob,
-    /// Integer: bound as decimal text, read back as decimal digits.
-    Int,
-    /// Anything else (floating point, decimal, dates, JSON, ...): refused.
-    Other,
-}
-
-impl ColKind {
-    fn describe(self) -> &'static str {
-        match self {
-            ColKind::Text => "character",
-            ColKind::Blob => "binary",
-            ColKind::Int => "integer",
-            ColKind::Other => "unsupported",
-        }
-    }
-}
-
-/// SQLite's type affinity rules (section 3.1 of "Datatypes In SQLite").
-pub fn sqlite_kind(decl: &str) -> ColKind {
-    let d = decl.to_ascii_uppercase();
-    if d.contains("INT") {
-        ColKind::Int
-    } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
-        ColKind::Text
-    } else if d.contains("BLOB") || d.trim().is_empty() {
-        ColKind::Blob
-    } else {
-        ColKind::Other
-    }
-}
-
-/// MySQL/MariaDB `information_schema.COLUMNS.DATA_TYPE`.
-pub fn mysql_kind(data_type: &str) -> ColKind {
-    match data_type.to_ascii_lowercase().as_str() {
-        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => ColKind::Text,
-        "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => ColKind::Blob,
-        "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint" => ColKind::Int,
-        _ => ColKind::Other,
-    }
-}
 
 /// A column as the backend describes it.
 #[derive(Debug, Clone)]
@@ -82,16 +35,6 @@ pub struct IndexInfo {
 pub struct TableInfo {
     pub columns: Vec<ColumnInfo>,
     pub indexes: Vec<IndexInfo>,
-}
-
-/// A mapped column: the backend's own spelling, quoted for the dialect.
-#[derive(Debug, Clone)]
-pub struct Column {
-    pub name: String,
-    pub quoted: String,
-    pub kind: ColKind,
-    pub nullable: bool,
-    pub exact: bool,
 }
 
 /// A validated container: what every statement is built from.

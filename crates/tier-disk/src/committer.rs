@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::tier::{Durability, Shared};
+use crate::shared::{Durability, Shared};
 
 /// Oldest index entries examined per eviction round.
 const EVICT_BATCH: usize = 256;

@@ -15,8 +15,10 @@ pub mod committer;
 pub mod lock;
 pub mod pending;
 pub mod record;
+mod shared;
 mod store;
 mod tier;
 
+pub use shared::{Durability, Options};
 pub use store::OpenReport;
-pub use tier::{DiskTier, Durability, Options};
+pub use tier::DiskTier;

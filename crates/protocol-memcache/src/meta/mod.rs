@@ -10,7 +10,7 @@ pub use flags::Flags;
 
 use std::borrow::Cow;
 
-use crate::text::{ParseError, Tokens, KEY_MAX_LENGTH};
+use crate::ascii::{ParseError, Tokens, KEY_MAX_LENGTH};
 
 /// Which meta command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,8 +1,7 @@
 //! Parsing a tokenized command line into a [`Command`], with memcached's exact checks
 //! and error strings (`process_command_ascii` and the `process_*_command` functions).
 
-use super::tokens::Tokens;
-use super::KEY_MAX_LENGTH;
+use crate::ascii::{ParseError, Tokens, KEY_MAX_LENGTH};
 use crate::meta::{self, MetaRequest};
 use crate::number::{parse_i32, parse_u32, parse_u64};
 
@@ -129,31 +128,6 @@ pub enum Command<'a> {
         /// Suppress the `OK` (an error is still sent, as memcached does).
         noreply: bool,
     },
-}
-
-/// A command line memcached refuses, with the reply it sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParseError {
-    /// The reply line without `\r\n`.
-    pub msg: &'static str,
-    /// `noreply` was given: classic commands then send nothing, even for errors.
-    pub silent: bool,
-    /// Bytes of data block to discard after replying (meta set errors).
-    pub swallow: usize,
-    /// Close the connection instead of replying.
-    pub close: bool,
-}
-
-impl ParseError {
-    /// An error reply.
-    pub const fn reply(msg: &'static str) -> ParseError {
-        ParseError { msg, silent: false, swallow: 0, close: false }
-    }
-
-    /// An error reply, suppressed if `silent`.
-    pub const fn maybe_silent(msg: &'static str, silent: bool) -> ParseError {
-        ParseError { msg, silent, swallow: 0, close: false }
-    }
 }
 
 /// `ERROR`: unknown command or wrong number of tokens.

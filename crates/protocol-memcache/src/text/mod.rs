@@ -5,11 +5,7 @@ pub mod auth;
 mod command;
 mod frame;
 pub mod reply;
-mod tokens;
 
-pub use command::{parse, Command, ParseError, StoreCmd};
+pub use crate::ascii::{split_keys, ParseError, Tokens, KEY_MAX_LENGTH, MAX_TOKENS};
+pub use command::{parse, Command, StoreCmd};
 pub use frame::{next_line, Frame};
-pub use tokens::{split_keys, Tokens, MAX_TOKENS};
-
-/// Longest key memcached accepts.
-pub const KEY_MAX_LENGTH: usize = 250;

@@ -1,0 +1,103 @@
+//! The disk tier's options and the state its handle (`tier.rs`) and its committer thread
+//! (`committer.rs`) share.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::pending::Pending;
+use crate::store::{Meta, Store};
+
+/// When a write counts as done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Acknowledged only once fsynced (group commit shares one fsync among writers).
+    Sync,
+    /// Acknowledged at once; fsynced at least every flush interval.
+    Async,
+}
+
+/// How to run the tier.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The data directory.
+    pub dir: PathBuf,
+    /// Sync or async.
+    pub durability: Durability,
+    /// Async mode: longest time between fsyncs.
+    pub flush_interval: Duration,
+    /// Bound on the logical bytes on disk (0: unbounded); oldest-written items go first.
+    pub disk_limit: u64,
+    /// fjall block cache.
+    pub cache_bytes: u64,
+    /// Most bytes of changes queued in memory before writers wait for the disk.
+    pub max_pending_bytes: usize,
+}
+
+/// Counters for `stats`.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub writes: AtomicU64,
+    pub batches: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub evictions: AtomicU64,
+    pub damaged: AtomicU64,
+    pub read_errors: AtomicU64,
+    /// Unix second of the last logged read error (read errors are logged at most every
+    /// [`READ_ERROR_LOG_SECS`]: a failing disk must not flood the log, one line per `get`).
+    pub read_error_logged: AtomicU64,
+    /// Write or fsync failures (each degrades the tier).
+    pub failures: AtomicU64,
+    /// Recoveries from a degraded state.
+    pub recoveries: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Time to write one batch into fjall (the OS has it after this).
+    pub write_latency: engine::latency::Histogram,
+    /// Time of one fsync (the batches before it survive power loss after this).
+    pub fsync_latency: engine::latency::Histogram,
+}
+
+/// At most one log line per this many seconds for disk read errors.
+const READ_ERROR_LOG_SECS: u64 = 10;
+
+impl Counters {
+    /// Count a failed read (the key is answered as a miss) and log it, rate-limited.
+    pub(crate) fn read_error(&self, e: &str) {
+        let n = self.read_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let last = self.read_error_logged.load(Ordering::Relaxed);
+        let due = last == 0 || now >= last + READ_ERROR_LOG_SECS;
+        if due && self.read_error_logged.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            log::error!(
+                "disk read failed, the key is answered as a miss ({n} read errors so far; \
+                 logged at most every {READ_ERROR_LOG_SECS} s): {e}"
+            );
+        }
+    }
+}
+
+/// The tier's state, shared by its handle ([`crate::DiskTier`]) and its committer thread.
+pub(crate) struct Shared {
+    pub opts: Options,
+    pub store: Store,
+    pub pending: Mutex<Pending>,
+    /// Wakes the committer.
+    pub work: Condvar,
+    /// Wakes writers waiting for queue space.
+    pub space: Condvar,
+    /// Highest sequence number written to fjall (in the OS: survives a crash of sqlcached).
+    pub committed: tokio::sync::watch::Sender<u64>,
+    /// Highest sequence number fsynced (survives power loss).
+    pub durable: tokio::sync::watch::Sender<u64>,
+    /// Set while the disk fails: nothing more is acknowledged, writes are refused.
+    pub failed: AtomicBool,
+    /// Why the tier is degraded (the last error), while it is.
+    pub reason: Mutex<Option<String>>,
+    pub stopping: AtomicBool,
+    pub counters: Counters,
+    pub meta: Mutex<Meta>,
+    /// When `DIR/CHECKPOINT` was last rewritten.
+    pub last_checkpoint: Mutex<std::time::Instant>,
+}
