@@ -7,7 +7,8 @@ key), qc.fresh_c (a composite primary key) and qc.fresh_u (an integer primary ke
 key): logical row i is in each of them. Each row has exactly one writer, which bumps ver by one per
 UPDATE, so versions of a row only grow. Rows 1..PROXY_ROWS are written through the proxy, the rest
 directly. Writers and readers spell string keys in random case with random trailing spaces (the
-same key under the collation) and read with points, IN lists, BETWEEN and two-sided ranges.
+same key under the collation) and read with points, IN lists, BETWEEN and two-sided ranges,
+and joins of fresh with fresh_u whose fresh_u side only its row tags bound.
 - No read through the proxy (point select or a small range) returns a version of a row older
   than the last version acknowledged through the proxy before that read started.
 - A proxy writer, right after its OK, reads its row through another proxy connection: fresh.
@@ -22,7 +23,7 @@ import threading
 import time
 
 from harness.mysqlproxy import connect
-from qchelpers import q
+from qchelpers import q, until_hit
 
 SECONDS = float(os.environ.get("QC_FRESHNESS_SECONDS", "20"))
 SEED = int(os.environ.get("QC_FRESHNESS_SEED", "5005"))
@@ -170,10 +171,38 @@ def read_query(t, rnd):
     return table, sql, (), list(range(a, b + 1))
 
 
+def join_read(c, sh, rnd):
+    """Row i of fresh with its fresh_u row, joined on an expression of the fresh row: the
+    fresh_u side is bounded by nothing the statement says, so it is tagged by the rows the
+    result shows (u.id: row tags on joins). A LEFT JOIN that never matches holds no fresh_u
+    row at all."""
+    i = rnd.randint(1, ROWS)
+    with sh.lock:
+        floor = (sh.acked["fresh", i], sh.acked["fresh_u", i])
+    if rnd.random() < 0.8:
+        sql = ("SELECT f.id, f.ver, u.id, u.ver FROM fresh f JOIN fresh_u u ON u.email = CONCAT('e', f.id, '@x') "
+               f"WHERE f.id = {i}")
+        want = (i, i)
+    else:
+        sql = ("SELECT f.id, f.ver, u.id, u.ver FROM fresh f LEFT JOIN fresh_u u ON u.email = CONCAT('n', f.id) "
+               f"WHERE f.id = {i}")
+        want = (i, None)
+    rows = q(c, sql)
+    if len(rows) != 1 or (rows[0][0], rows[0][2]) != want:
+        sh.fail(f"{sql}: read as {rows}")
+    elif rows[0][1] < floor[0] or (want[1] is not None and rows[0][3] < floor[1]):
+        sh.fail(f"stale read: {sql} read {rows[0]}, versions {floor} were acknowledged before")
+
+
 def reader(px, sh, rnd):
     c = px.connect("qc")
     try:
         while not sh.stop.is_set():
+            if rnd.random() < 0.15:
+                join_read(c, sh, rnd)
+                with sh.lock:
+                    sh.reads += 1
+                continue
             t, sql, args, rows = read_query(rnd.choice(TABLES), rnd)
             with sh.lock:
                 floor = {i: sh.acked[t, i] for i in rows}
@@ -245,4 +274,9 @@ INSERT INTO qc.fresh_u SELECT seq, CONCAT('e', seq, '@x'), 0 FROM seq_1_to_{ROWS
     assert not sh.violations, sh.violations
     assert sh.reads > 100 and len(d) > 20
     assert hits > 0, "no read was served from the cache: the freshness check proved nothing"
+    # The joins are cached too (else their part of the check proved nothing).
+    c = proxy.connect("qc")
+    until_hit(proxy, c, "SELECT f.id, f.ver, u.id, u.ver FROM fresh f JOIN fresh_u u "
+                        "ON u.email = CONCAT('e', f.id, '@x') WHERE f.id = 1")
+    c.close()
     assert pct(d, 0.99) < 2.0, f"direct-write visibility p99 {pct(d, 0.99):.3f} s"
