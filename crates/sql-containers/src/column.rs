@@ -53,9 +53,14 @@ pub fn mysql_kind(data_type: &str) -> ColKind {
 /// A mapped column: the backend's own spelling, quoted for the dialect.
 #[derive(Debug, Clone)]
 pub struct Column {
+    /// The column's name as the backend spells it.
     pub name: String,
+    /// The name quoted for the backend's dialect, ready to put in SQL.
     pub quoted: String,
+    /// How the column's type maps onto memcached bytes.
     pub kind: ColKind,
+    /// Whether the column accepts NULL.
     pub nullable: bool,
+    /// Equal values are equal bytes (binary types, `_bin` collations); false for integers and `_ci` collations.
     pub exact: bool,
 }

@@ -11,7 +11,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlConfig {
+    /// `[backend]`: which database holds the tables and how to reach it.
     pub backend: BackendConfig,
+    /// `[options]`: global options; each may be left out.
     #[serde(default)]
     pub options: OptionsConfig,
     /// `[[container]]` entries, in order (the first one is the default container unless
@@ -20,10 +22,13 @@ pub struct SqlConfig {
     pub containers: Vec<ContainerConfig>,
 }
 
+/// `backend.kind`: which database engine holds the containers' tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// SQLite, embedded: the database file at `backend.path`.
     Sqlite,
+    /// MariaDB or MySQL at `backend.url` (`kind = "mariadb"` is accepted too).
     #[serde(alias = "mariadb")]
     Mysql,
 }
@@ -52,9 +57,11 @@ pub enum Synchronous {
     Normal,
 }
 
+/// `[backend]`: the database that holds the containers' tables and how to connect to it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendConfig {
+    /// `kind`: `sqlite` or `mysql` (alias `mariadb`); required.
     pub kind: BackendKind,
     /// SQLite: the database file (created if missing; `:memory:` is refused).
     #[serde(default)]
@@ -82,12 +89,14 @@ pub struct BackendConfig {
     /// them is acknowledged). 0: writes go through the shared writer connections. Default 4.
     #[serde(default = "default_thread_writers")]
     pub thread_writers: usize,
+    /// MySQL: bound in ms on opening a connection (default 2000).
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
     /// Bound on one statement (MySQL) / lock wait (SQLite busy timeout) and on the time an
     /// operation may wait in its connection's queue.
     #[serde(default = "default_query_timeout_ms")]
     pub query_timeout_ms: u64,
+    /// Whether to read the plugin's `innodb_memcache` tables: `auto` (default), `off` or `required`.
     #[serde(default)]
     pub plugin_tables: PluginTables,
     /// SQLite only.
@@ -108,7 +117,9 @@ fn default_pool_size() -> usize {
 pub struct MysqlLogin {
     /// `host:port`.
     pub address: String,
+    /// Account name from the URL (empty if it names none).
     pub user: String,
+    /// Password from the URL (empty if it gives none).
     pub password: String,
 }
 
@@ -146,15 +157,22 @@ fn default_query_timeout_ms() -> u64 {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OptionsConfig {
+    /// Joins value columns on read and splits the value on write; else the plugin's, else `|`.
     pub separator: Option<String>,
+    /// Between `@@name` and the key; else the plugin's, else `.`.
     pub table_map_delimiter: Option<String>,
+    /// Reads per read transaction; at least 1, default 1.
     pub r_batch_size: Option<u32>,
+    /// Writes per write transaction (1: each committed before its reply); at least 1, default 1.
     pub w_batch_size: Option<u32>,
+    /// Seconds an open batch transaction may stay idle before it is committed; default 5.
     pub bk_commit_interval: Option<u64>,
+    /// Default `cache_ttl` (seconds) for containers that set none; default 60.
     pub cache_ttl: Option<u64>,
     /// `caching` containers on MariaDB/MySQL answer from memory only while the binlog
     /// follower is at most this many ms behind the binlog head (0: no bound). Default 100.
     pub max_lag_ms: Option<u64>,
+    /// Name of the default container; else the one named `default`, else the first.
     pub default_container: Option<String>,
     /// Where keys without `@@name` go on a connection that has not bound a container
     /// (server option; the library only carries it). Default `memory`.
@@ -179,19 +197,25 @@ pub enum PlainKeys {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContainerConfig {
+    /// The container's name, as clients write it in `@@name.key` and `bind name`.
     pub name: String,
     /// SQLite: `main` (default) or an attached database; MySQL: the database (default:
     /// the URL's).
     #[serde(default)]
     pub schema: Option<String>,
+    /// The table holding the container's rows (in `schema`).
     pub table: String,
+    /// The column holding the memcached key; it needs a unique index on exactly that column.
     pub key_column: String,
     /// One or more columns: a list, or one string separated by `,;| ` like the plugin's.
     pub value_columns: ColumnList,
+    /// Integer column for memcached flags (optional: without it flags read as 0 and are not stored).
     #[serde(default)]
     pub flags_column: Option<String>,
+    /// Integer column for CAS values (optional: without it rows read with cas 0 and cas checks fail).
     #[serde(default)]
     pub cas_column: Option<String>,
+    /// Integer column for the absolute expiry time, 0 = never (optional: without it exptime is ignored).
     #[serde(default)]
     pub expire_column: Option<String>,
     /// Name of the unique index on the key column (`PRIMARY` for the primary key). Any
@@ -207,14 +231,18 @@ pub struct ContainerConfig {
     pub policy: Option<PolicyConfig>,
 }
 
+/// `value_columns`: one string of names separated by `,;| `, or a list of names.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum ColumnList {
+    /// One string, split on `,;| ` and tabs like the plugin's column lists.
     One(String),
+    /// A list of column names.
     Many(Vec<String>),
 }
 
 impl ColumnList {
+    /// The column names, trimmed, empty ones dropped.
     pub fn to_vec(&self) -> Vec<String> {
         match self {
             ColumnList::One(s) => split_column_list(s),
@@ -223,22 +251,30 @@ impl ColumnList {
     }
 }
 
+/// `policy`: one policy for all four operation families, or one per family.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum PolicyConfig {
+    /// One policy name for get, set, delete and flush.
     All(CachePolicy),
+    /// A table `{ get, set, delete, flush }`; missing entries are `innodb_only`.
     Each(PolicyEach),
 }
 
+/// `policy = { get, set, delete, flush }`: one policy per operation family.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEach {
+    /// Policy for get (default `innodb_only`).
     #[serde(default)]
     pub get: CachePolicy,
+    /// Policy for writes: set, add, replace, cas, append, prepend, incr, decr, touch (default `innodb_only`).
     #[serde(default)]
     pub set: CachePolicy,
+    /// Policy for delete (default `innodb_only`).
     #[serde(default)]
     pub delete: CachePolicy,
+    /// Policy for `flush_all` on a connection bound to the container (default `innodb_only`).
     #[serde(default)]
     pub flush: CachePolicy,
 }
@@ -271,6 +307,7 @@ impl CachePolicy {
         }
     }
 
+    /// The policy's name as the file and `cache_policies` spell it (`innodb_only`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             CachePolicy::InnodbOnly => "innodb_only",
@@ -284,14 +321,18 @@ impl CachePolicy {
 /// Per-container policy for each operation family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
+    /// Policy for get.
     pub get: CachePolicy,
     /// set, add, replace, cas, append, prepend, incr, decr, touch.
     pub set: CachePolicy,
+    /// Policy for delete.
     pub delete: CachePolicy,
+    /// Policy for `flush_all` on a connection bound to the container.
     pub flush: CachePolicy,
 }
 
 impl Policy {
+    /// The same policy for all four operation families.
     pub fn all(p: CachePolicy) -> Policy {
         Policy { get: p, set: p, delete: p, flush: p }
     }
@@ -313,7 +354,9 @@ pub struct Options {
     pub separator: String,
     /// Between `@@name` and the key (default `.`).
     pub table_map_delimiter: String,
+    /// Reads per read transaction (default 1: no batching).
     pub r_batch_size: u32,
+    /// Writes per write transaction (default 1: each committed before its reply).
     pub w_batch_size: u32,
     /// Idle time after which the background commit closes an open batch transaction.
     pub bk_commit_interval: Duration,
@@ -347,15 +390,25 @@ impl Default for Options {
 /// A container before validation, from either source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerDef {
+    /// The container's name.
     pub name: String,
+    /// SQLite: `main` or an attached name; MySQL: the database. None: the backend's default.
     pub schema: Option<String>,
+    /// The table's name.
     pub table: String,
+    /// The key column's name.
     pub key_column: String,
+    /// The value columns' names, in order.
     pub value_columns: Vec<String>,
+    /// The flags column's name, if any.
     pub flags_column: Option<String>,
+    /// The cas column's name, if any.
     pub cas_column: Option<String>,
+    /// The expire column's name, if any.
     pub expire_column: Option<String>,
+    /// The unique index on the key column, if named (`PRIMARY` for the primary key).
     pub unique_index: Option<String>,
+    /// Policy per operation family.
     pub policy: Policy,
     /// None: the global default.
     pub cache_ttl: Option<u64>,
@@ -369,18 +422,23 @@ pub type Record = BTreeMap<String, Option<String>>;
 /// The plugin's three tables as read from a backend.
 #[derive(Debug, Clone, Default)]
 pub struct PluginRows {
+    /// Rows of `innodb_memcache.containers`: one container per row.
     pub containers: Vec<Record>,
+    /// Rows of `innodb_memcache.cache_policies`: named get/set/delete/flush policies.
     pub cache_policies: Vec<Record>,
+    /// Rows of `innodb_memcache.config_options`: `name`/`value` pairs (`separator`, `table_map_delimiter`).
     pub config_options: Vec<Record>,
 }
 
 impl SqlConfig {
+    /// Parses a TOML text and runs [`SqlConfig::check`] on it.
     pub fn from_toml_str(s: &str) -> Result<SqlConfig, String> {
         let cfg: SqlConfig = toml::from_str(s).map_err(|e| format!("SQL containers config: {e}"))?;
         cfg.check()?;
         Ok(cfg)
     }
 
+    /// Reads and parses a TOML file; errors name the path.
     pub fn from_file(path: &Path) -> Result<SqlConfig, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         SqlConfig::from_toml_str(&text).map_err(|e| format!("{}: {e}", path.display()))

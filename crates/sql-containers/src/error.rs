@@ -18,7 +18,12 @@ pub enum BackendError {
     /// rolled it back, COMMIT failed): `ops` writes that had already been acknowledged
     /// (only possible with `w_batch_size` > 1) were *not* committed. They are not
     /// replayed. The operation that discovered it failed too.
-    Lost { ops: u64, cause: String },
+    Lost {
+        /// Acknowledged writes that were not committed.
+        ops: u64,
+        /// Why the transaction was lost (connection died, deadlock, COMMIT failed).
+        cause: String,
+    },
     /// The backend rejected the statement (its error text): wrong type for the column,
     /// value too long, constraint violation, ...
     Sql(String),

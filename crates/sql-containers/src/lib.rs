@@ -190,6 +190,7 @@ impl Containers {
         Ok(Containers { backend, list, by_name, default, options })
     }
 
+    /// The container named `name` (case-sensitive), if loaded.
     pub fn get(&self, name: &str) -> Option<&Container> {
         self.by_name.get(name).map(|&i| &self.list[i])
     }
@@ -201,10 +202,12 @@ impl Containers {
         &self.list[self.default]
     }
 
+    /// Every loaded container: the file's first, then the plugin table's.
     pub fn iter(&self) -> impl Iterator<Item = &Container> {
         self.list.iter()
     }
 
+    /// The resolved global options.
     pub fn options(&self) -> &Options {
         &self.options
     }
@@ -221,6 +224,7 @@ impl Containers {
         }
     }
 
+    /// The backend's counters: commits, connects, errors, lost batches and writes.
     pub fn stats(&self) -> BackendStats {
         self.backend.stats()
     }
@@ -237,10 +241,12 @@ fn unexpected(r: OpResult) -> BackendError {
 }
 
 impl Container {
+    /// The container's name.
     pub fn name(&self) -> &str {
         &self.m.name
     }
 
+    /// The policy per operation family (the crate reports it; the server applies it).
     pub fn policy(&self) -> &Policy {
         &self.m.policy
     }
@@ -270,18 +276,22 @@ impl Container {
         &self.m.key.name
     }
 
+    /// Whether a cas column is mapped (without one, cas comparisons answer `Exists` or `NotFound`).
     pub fn has_cas(&self) -> bool {
         self.m.cas.is_some()
     }
 
+    /// Whether a flags column is mapped (without one, flags read as 0).
     pub fn has_flags(&self) -> bool {
         self.m.flags.is_some()
     }
 
+    /// Whether an expire column is mapped (without one, exptime is ignored).
     pub fn has_expire(&self) -> bool {
         self.m.expire.is_some()
     }
 
+    /// Number of value columns.
     pub fn value_columns(&self) -> usize {
         self.m.values.len()
     }
@@ -308,6 +318,7 @@ impl Container {
         }
     }
 
+    /// The row of `key` (None: absent or expired).
     pub async fn get(&self, key: &[u8]) -> Result<Option<Row>, BackendError> {
         Ok(self.get_many(&[key]).await?.pop().flatten())
     }

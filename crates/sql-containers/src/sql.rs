@@ -3,9 +3,12 @@
 
 use crate::column::Column;
 
+/// The backend's SQL flavour: identifier quoting and a few statement forms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
+    /// SQLite.
     Sqlite,
+    /// MySQL or MariaDB.
     Mysql,
 }
 
@@ -28,6 +31,7 @@ impl Dialect {
         s
     }
 
+    /// `schema.table`, both quoted.
     pub fn qualified(self, schema: &str, table: &str) -> String {
         format!("{}.{}", self.quote(schema), self.quote(table))
     }
@@ -37,14 +41,20 @@ impl Dialect {
 /// when mapped.
 #[derive(Debug, Clone, Copy)]
 pub struct Layout {
+    /// Number of value columns: positions 1..=n_values (the key is at 0).
     pub n_values: usize,
+    /// Position of the flags column, if mapped.
     pub flags: Option<usize>,
+    /// Position of the cas column, if mapped.
     pub cas: Option<usize>,
+    /// Position of the expire column, if mapped.
     pub expire: Option<usize>,
 }
 
+/// The SQL text of one container's operations, built once at validation.
 #[derive(Debug)]
 pub struct Statements {
+    /// Where each column sits in the rows the SELECTs return.
     pub layout: Layout,
     cols: String,
     table: String,
@@ -65,6 +75,7 @@ pub struct Statements {
     pub update: String,
     /// `UPDATE t SET exp = ? WHERE k = ?` (touch), when there is an expire column.
     pub touch: Option<String>,
+    /// `DELETE FROM t WHERE k = ?`
     pub delete: String,
     /// `DELETE FROM t WHERE k = ? AND exp <> 0 AND exp <= ?` (lazy removal of an
     /// expired row, harmless if it was rewritten meanwhile).
@@ -74,6 +85,7 @@ pub struct Statements {
 }
 
 impl Statements {
+    /// Builds every statement from the quoted, schema-qualified `table` and the mapped columns.
     pub fn build(
         dialect: Dialect,
         table: &str,

@@ -9,10 +9,13 @@ use crate::sql::{Dialect, Statements};
 /// A column as the backend describes it.
 #[derive(Debug, Clone)]
 pub struct ColumnInfo {
+    /// The column's name as the backend spells it.
     pub name: String,
     /// The declared type, for messages.
     pub decl: String,
+    /// How the declared type maps onto memcached bytes.
     pub kind: ColKind,
+    /// Whether the column accepts NULL.
     pub nullable: bool,
     /// Equal values are equal bytes (binary types, `_bin` collations). False for
     /// integers ("042" finds 42) and case-insensitive collations.
@@ -22,37 +25,55 @@ pub struct ColumnInfo {
 /// An index as the backend describes it.
 #[derive(Debug, Clone)]
 pub struct IndexInfo {
+    /// The index's name (a primary key is `PRIMARY` on MySQL).
     pub name: String,
+    /// Whether the index is unique.
     pub unique: bool,
+    /// Whether it is the table's primary key.
     pub primary: bool,
+    /// The indexed columns, in index order.
     pub columns: Vec<String>,
     /// False for partial (SQLite) or prefix (MySQL) indexes: they do not make the full
     /// key unique.
     pub complete: bool,
 }
 
+/// A table as the backend describes it: its columns and indexes.
 #[derive(Debug, Clone, Default)]
 pub struct TableInfo {
+    /// The table's columns.
     pub columns: Vec<ColumnInfo>,
+    /// The table's indexes.
     pub indexes: Vec<IndexInfo>,
 }
 
 /// A validated container: what every statement is built from.
 #[derive(Debug)]
 pub struct Mapping {
+    /// The container's name.
     pub name: String,
     /// Schema as the backend knows it (SQLite: `main` or an attached name; MySQL: the
     /// database).
     pub schema: String,
+    /// The table's name, in `schema`.
     pub table: String,
+    /// The key column.
     pub key: Column,
+    /// The value columns, in order.
     pub values: Vec<Column>,
+    /// The flags column, if mapped.
     pub flags: Option<Column>,
+    /// The cas column, if mapped.
     pub cas: Option<Column>,
+    /// The expire column, if mapped.
     pub expire: Option<Column>,
+    /// Policy per operation family (reported to the server, not applied here).
     pub policy: Policy,
+    /// Staleness bound in seconds under `caching`: the container's `cache_ttl`, else `options.cache_ttl`.
     pub cache_ttl: u64,
+    /// `options.separator` as bytes: joins value columns on read, splits the value on write.
     pub separator: Vec<u8>,
+    /// The container's SQL statements, built from these columns.
     pub sql: Statements,
     /// Distinguishes tables when keys are spread over writer connections.
     pub table_hash: u64,
