@@ -45,23 +45,9 @@ fn packet(seq: &mut u8, payload: &[u8], out: &mut Vec<u8>) {
 
 /// A text result set of `table`'s columns `cols` (physical names) and these rows.
 fn result(table: &str, cols: &[&str], rows: &[&[&str]]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut seq = 1;
-    packet(&mut seq, &[cols.len() as u8], &mut out);
-    for c in cols {
-        let def = ColumnDefinition::new(b"shop", table.as_bytes(), c.as_bytes(), ColumnType::Long);
-        let mut p = Vec::new();
-        def.write(&mut p);
-        packet(&mut seq, &p, &mut out);
-    }
-    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
-    for r in rows {
-        let mut p = Vec::new();
-        write_text_row(&mut p, &r.iter().map(|v| Some(v.as_bytes())).collect::<Vec<_>>());
-        packet(&mut seq, &p, &mut out);
-    }
-    packet(&mut seq, &[0xfe, 0, 0, 2, 0], &mut out);
-    out
+    let cols: Vec<_> = cols.iter().map(|c| (table, table, *c)).collect();
+    let rows: Vec<Vec<Option<&str>>> = rows.iter().map(|r| r.iter().map(|v| Some(*v)).collect()).collect();
+    joined(&cols, &rows.iter().map(Vec::as_slice).collect::<Vec<_>>())
 }
 
 /// Read `sql` once (filling with `reply`); true if it was a hit.
