@@ -22,6 +22,8 @@
 //! Rows events are decoded with the column names and primary key of the TABLE_MAP event's
 //! optional metadata (`binlog_row_metadata=FULL`), else from information_schema.
 
+#![warn(missing_docs)]
+
 mod change;
 mod ddl;
 mod decode;

@@ -5,6 +5,8 @@
 //! allocator. Features sqlcached does not have (memory files, ...) are refused
 //! with a message rather than silently ignored.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 
 pub mod file;

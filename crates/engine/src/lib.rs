@@ -16,6 +16,8 @@
 //! - [`stats`]: counters with memcached's names.
 //! - [`latency`]: lock-free latency histograms for the metrics endpoint.
 
+#![warn(missing_docs)]
+
 pub mod bufpool;
 pub mod clock;
 pub mod config;

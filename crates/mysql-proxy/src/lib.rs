@@ -7,6 +7,8 @@
 //! ([`cache`]), kept fresh by invalidations from writes through the proxy and from the
 //! backend's binlog ([`feed`]), with table metadata from [`metadata`].
 
+#![warn(missing_docs)]
+
 pub mod cache;
 pub mod conn;
 pub mod counters;

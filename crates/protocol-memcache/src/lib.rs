@@ -10,6 +10,8 @@
 //!
 //! The contract is memcached 1.6.18's `protocol.txt` and `protocol-binary.txt`.
 
+#![warn(missing_docs)]
+
 pub mod ascii;
 pub mod binary;
 pub mod meta;

@@ -44,6 +44,8 @@
 //! - [`schema`]: the schema registry; [`effects`]: triggers, cascades and stored functions
 //!   (what a write changes beyond its text); [`stats`]: counters.
 
+#![warn(missing_docs)]
+
 mod analyze;
 mod ast;
 mod cache;

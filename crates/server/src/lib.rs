@@ -9,6 +9,8 @@
 //! operations (`engine::ops`, the sharded in-memory store and its storage tier) or a
 //! container ([`pending`] replies) → one composer per protocol ([`compose`]).
 
+#![warn(missing_docs)]
+
 /// The memcached version sqlcached answers `version` and `stats` with: the one whose
 /// behaviour it reproduces.
 pub const VERSION: &str = "1.6.18";

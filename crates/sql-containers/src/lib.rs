@@ -65,6 +65,8 @@
 //!   read that meets one removes it afterwards (conditional delete, no reply awaited).
 //! * Batching: see [`batch`] for exactly what `w_batch_size` > 1 risks.
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod batch;
 mod column;

@@ -10,6 +10,8 @@
 //! committed), then fjall. Records carry a CRC ([`record`]); a damaged one is reported
 //! and treated as a miss, never served. One server per directory ([`lock`]).
 
+#![warn(missing_docs)]
+
 pub mod checkpoint;
 pub mod committer;
 pub mod lock;
