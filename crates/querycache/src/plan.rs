@@ -321,9 +321,11 @@ impl QueryCache {
             tags.push(Tag { table: t, scope, rows, columns });
         }
         // A table joined with itself keeps one record of an entry's rows: no row tags.
-        for i in 0..tags.len() {
-            if tags[i].rows.is_some() && tags.iter().filter(|g| g.table == tags[i].table).count() > 1 {
-                tags[i].rows = None;
+        if !single {
+            for i in 0..tags.len() {
+                if tags[i].rows.is_some() && tags.iter().filter(|g| g.table == tags[i].table).count() > 1 {
+                    tags[i].rows = None;
+                }
             }
         }
         if v.text.len() + raw_params.len() + s.prefix.len() + db.map_or(0, |d| d.len()) > MAX_KEY {
