@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, SetExpr, Statement, TableFactor};
+use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, Select, SetExpr, Statement, TableFactor};
 
 use crate::ast::{conjuncts, key_pred_with, rel_name, row_refs, row_shaped, Cons, KeyPred, RelName};
 
@@ -89,32 +89,21 @@ pub(crate) fn join_preds(stmt: &Statement) -> Option<(Vec<RelName>, Vec<TablePre
     let SetExpr::Select(sel) = q.body.as_ref() else { return None };
     let mut entries = Vec::new();
     let mut filter: Vec<&Expr> = Vec::new();
-    for twj in &sel.from {
-        entries.push(entry(&twj.relation, None)?);
-        for j in &twj.joins {
-            let (left, c) = match &j.join_operator {
-                JoinOperator::Join(c)
-                | JoinOperator::Inner(c)
-                | JoinOperator::CrossJoin(c)
-                | JoinOperator::StraightJoin(c) => (false, c),
-                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
-                _ => return None,
-            };
-            let on = match c {
-                JoinConstraint::On(e) => Some(e),
-                JoinConstraint::Using(_) | JoinConstraint::Natural | JoinConstraint::None => None,
-            };
-            if left {
-                let mut cs = Vec::new();
-                if let Some(e) = on {
-                    conjuncts(e, &mut cs);
-                }
-                entries.push(entry(&j.relation, Some(cs.into_iter().cloned().collect()))?);
-            } else {
-                entries.push(entry(&j.relation, None)?);
-                if let Some(e) = on {
-                    conjuncts(e, &mut filter);
-                }
+    for (table, join) in from_tables(sel)? {
+        let on = match join.map(|j| j.constraint) {
+            Some(JoinConstraint::On(e)) => Some(e),
+            _ => None,
+        };
+        if join.is_some_and(|j| j.left) {
+            let mut cs = Vec::new();
+            if let Some(e) = on {
+                conjuncts(e, &mut cs);
+            }
+            entries.push(entry(table, Some(cs.into_iter().cloned().collect()))?);
+        } else {
+            entries.push(entry(table, None)?);
+            if let Some(e) = on {
+                conjuncts(e, &mut filter);
             }
         }
     }
@@ -154,25 +143,13 @@ pub(crate) fn join_row_deps(stmt: &Statement) -> Option<(Vec<RelName>, Vec<JoinR
     let (q, sel) = row_shaped(stmt)?;
     let mut entries = Vec::new();
     let mut conds: Vec<&Expr> = Vec::new();
-    for twj in &sel.from {
-        entries.push(entry(&twj.relation, None)?);
-        for j in &twj.joins {
-            let c = match &j.join_operator {
-                JoinOperator::Join(c)
-                | JoinOperator::Inner(c)
-                | JoinOperator::CrossJoin(c)
-                | JoinOperator::StraightJoin(c)
-                | JoinOperator::Left(c)
-                | JoinOperator::LeftOuter(c) => c,
-                _ => return None,
-            };
-            match c {
-                JoinConstraint::On(e) => conds.push(e),
-                JoinConstraint::None => {}
-                JoinConstraint::Using(_) | JoinConstraint::Natural => return None,
-            }
-            entries.push(entry(&j.relation, None)?);
+    for (table, join) in from_tables(sel)? {
+        match join.map(|j| j.constraint) {
+            Some(JoinConstraint::On(e)) => conds.push(e),
+            None | Some(JoinConstraint::None) => {}
+            Some(JoinConstraint::Using(_) | JoinConstraint::Natural) => return None,
         }
+        entries.push(entry(table, None)?);
     }
     let refs = row_refs(q, sel, &conds)?;
     let rows = (0..entries.len())
@@ -199,6 +176,35 @@ pub(crate) fn join_row_deps(stmt: &Statement) -> Option<(Vec<RelName>, Vec<JoinR
         })
         .collect();
     Some((entries.into_iter().map(|e| e.rel).collect(), rows))
+}
+
+/// How a FROM entry after the first of its list is joined.
+#[derive(Clone, Copy)]
+struct Join<'a> {
+    /// A `LEFT [OUTER] JOIN` (else an inner, cross or straight join).
+    left: bool,
+    constraint: &'a JoinConstraint,
+}
+
+/// The FROM clause's tables in order, each with how it is joined (None: first of a comma
+/// list entry); None if a join is of a kind not analysed (RIGHT, FULL, ...).
+fn from_tables(sel: &Select) -> Option<Vec<(&TableFactor, Option<Join<'_>>)>> {
+    let mut out = Vec::new();
+    for twj in &sel.from {
+        out.push((&twj.relation, None));
+        for j in &twj.joins {
+            let join = match &j.join_operator {
+                JoinOperator::Join(c)
+                | JoinOperator::Inner(c)
+                | JoinOperator::CrossJoin(c)
+                | JoinOperator::StraightJoin(c) => Join { left: false, constraint: c },
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => Join { left: true, constraint: c },
+                _ => return None,
+            };
+            out.push((&j.relation, Some(join)));
+        }
+    }
+    Some(out)
 }
 
 fn entry(f: &TableFactor, on: Option<Vec<Expr>>) -> Option<Entry> {
