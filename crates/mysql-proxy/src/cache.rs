@@ -21,6 +21,9 @@ use crate::Proxy;
 use protocol_mysql::reply::Reply;
 use querycache::QueryCache;
 
+mod txn;
+pub use txn::{txn_word, Local, TxnWord};
+
 /// What the cache decides for one command. The connection ([`crate::conn`]) does the I/O:
 /// the cache never reads or writes a socket.
 pub enum Decision {
@@ -51,6 +54,8 @@ struct Stmt {
     backend_types: bool,
     /// Its text asks about the previous statement (see [`is_diagnostic`]).
     diagnostic: bool,
+    /// It is a transaction statement the proxy may answer itself (see [`txn`]).
+    txn: Option<TxnWord>,
 }
 
 /// The statement id MariaDB reads as "the statement prepared last".
@@ -63,9 +68,9 @@ pub struct CacheConn {
     stmts: HashMap<u32, Stmt>,
     /// The id of the last statement prepared, what the id 0xFFFFFFFF stands for.
     last_prepared: Option<u32>,
-    /// The analysis of the statement being prepared (and whether it is a diagnostic),
-    /// until the backend answers.
-    preparing: Option<(Arc<Prepared>, bool)>,
+    /// The analysis of the statement being prepared (whether it is a diagnostic, and a
+    /// transaction statement), until the backend answers.
+    preparing: Option<(Arc<Prepared>, bool, Option<TxnWord>)>,
     /// The COM_STMT_EXECUTE being handled: its statement id, and the packet to send
     /// instead of the client's when the backend must be given the parameter types.
     pending_exec: Option<(u32, Option<Vec<u8>>)>,
@@ -76,6 +81,17 @@ pub struct CacheConn {
     /// its diagnostics (SHOW WARNINGS, ROW_COUNT(), FOUND_ROWS(), ...) describe an older
     /// statement. A diagnostic command first replays it to the backend.
     last_hit: Option<Vec<u8>>,
+    /// A `BEGIN` answered here and not yet sent to the backend (see [`txn`]).
+    deferred: Option<Vec<u8>>,
+    /// The backend's OKs to transaction statements, per session state (see [`txn`]).
+    learned: Vec<txn::Learned>,
+    /// The transaction statement being forwarded, whose OK is to be learned.
+    learning: Option<txn::Learning>,
+    /// The command being handled was planned as a cacheable read.
+    planned_read: bool,
+    /// Since the deferred `BEGIN` went to the backend, every command sent there was a
+    /// cacheable read: a `COMMIT` now only ends a read view (see [`txn`]).
+    backend_reads_only: bool,
 }
 
 fn session_for(cache: &QueryCache, login: &Login) -> Session {
@@ -102,6 +118,11 @@ impl CacheConn {
             pending_exec: None,
             typed_exec: None,
             last_hit: None,
+            deferred: None,
+            learned: Vec::new(),
+            learning: None,
+            planned_read: false,
+            backend_reads_only: false,
         }
     }
 
@@ -112,6 +133,7 @@ impl CacheConn {
             *s = session_for(c, login);
         }
         self.stmts.clear();
+        self.deferred = None;
     }
 
     /// The statement a command's id names: 0xFFFFFFFF is MariaDB's "the last prepared".
@@ -140,10 +162,10 @@ impl CacheConn {
     /// accepted session changes) and applies pending invalidations.
     pub fn after_reply(&mut self, reply: &Reply, code: u8) {
         if code == COM_STMT_PREPARE {
-            if let (Some((p, diagnostic)), Some((id, n))) = (self.preparing.take(), reply.prepared) {
+            if let (Some((p, diagnostic, txn)), Some((id, n))) = (self.preparing.take(), reply.prepared) {
                 let types = Vec::new();
                 let stmt =
-                    Stmt { prepared: p, num_params: n, types, long_data: false, backend_types: false, diagnostic };
+                    Stmt { prepared: p, num_params: n, types, long_data: false, backend_types: false, diagnostic, txn };
                 self.stmts.insert(id, stmt);
                 self.last_prepared = Some(id);
             }
@@ -160,11 +182,14 @@ impl CacheConn {
     pub fn begin_command(&mut self) {
         self.pending_exec = None;
         self.typed_exec = None;
+        self.planned_read = false;
+        self.learning = None;
     }
 
     /// A command is going to the backend: the last one is no longer a cache hit.
     pub fn forwarded(&mut self) {
         self.last_hit = None;
+        self.backend_reads_only &= self.planned_read;
     }
 
     /// The command is about to be forwarded: the packet to send instead of the client's
@@ -182,6 +207,7 @@ impl CacheConn {
         if let (Some(c), Some(s)) = (&self.cache, &mut self.session) {
             c.on_backend_lost(s);
         }
+        self.deferred = None;
     }
 
     /// COM_RESET_CONNECTION succeeded.
@@ -192,6 +218,7 @@ impl CacheConn {
             self.session = Some(session_for(c, &login));
         }
         self.stmts.clear();
+        self.deferred = None;
     }
 
     /// Whether the proxy caches (else every command is forwarded untouched).
@@ -241,7 +268,8 @@ impl CacheConn {
                 }
             }
             COM_STMT_PREPARE => {
-                self.preparing = Some((cache.prepare(session, &payload[1..]), is_diagnostic(&payload[1..])));
+                let sql = &payload[1..];
+                self.preparing = Some((cache.prepare(session, sql), is_diagnostic(sql), txn_word(sql)));
                 return Decision::Forward;
             }
             COM_INIT_DB => {
@@ -252,6 +280,7 @@ impl CacheConn {
             _ => return Decision::Forward,
         };
         let Plan::Cached { key, tags } = plan else { return Decision::Forward };
+        self.planned_read = true;
         if seq != 0 {
             return Decision::Forward; // a split command: replies would not start at sequence id 1
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use protocol_mysql::command::*;
 use tokio::net::TcpStream;
 
-use crate::cache::{CacheConn, Decision};
+use crate::cache::{CacheConn, Decision, Local};
 use crate::counters::Served;
 use crate::errors;
 use crate::handshake::{self, Login, Outcome};
@@ -47,7 +47,8 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     match login {
         Ok(Outcome::Ready(server, login)) => {
             proxy.backend_reached(true);
-            let mut conn = Conn { cache: CacheConn::new(&proxy, &login), client, server, login, proxy: proxy.clone() };
+            let cache = CacheConn::new(&proxy, &login);
+            let mut conn = Conn { cache, client, server, login, proxy: proxy.clone(), own_reply_due: false };
             match conn.run().await {
                 Err(RelayError::Backend(e)) => {
                     conn.cache.backend_lost();
@@ -83,12 +84,19 @@ pub struct Conn {
     pub cache: CacheConn,
     /// Shared proxy state.
     pub proxy: Arc<Proxy>,
+    /// A statement the proxy sent and already answered (a read-only transaction's COMMIT,
+    /// see `cache/txn.rs`) has a reply still to be read.
+    pub own_reply_due: bool,
 }
 
 impl Conn {
     async fn run(&mut self) -> Result<(), RelayError> {
         let mut stop = self.proxy.stop_signal();
         loop {
+            if std::mem::take(&mut self.own_reply_due) {
+                // A read-only transaction's COMMIT, answered already: its OK, read now.
+                self.own_reply(0).await?;
+            }
             self.cache.begin_command();
             // Idle between commands: the client may send one, or the backend may close this
             // connection (wait_timeout, KILL, a restart). Then close the client at once, as
@@ -188,18 +196,16 @@ impl Conn {
             }
             self.forward(len, last_seq).await?;
             let mut reply = Reply::new(expect, self.login.caps);
+            let learning = self.cache.learning();
+            let mut copy = Vec::new();
+            let sink = if learning { Sink::Copy(&mut copy) } else { Sink::Stream };
             let cache = &mut self.cache;
             let mut end = |r: &Reply| cache.after_reply(r, code);
-            relay_reply(
-                &mut self.server,
-                &mut self.client,
-                &mut reply,
-                Sink::Stream,
-                last_seq,
-                &self.proxy.backend,
-                &mut end,
-            )
-            .await?;
+            relay_reply(&mut self.server, &mut self.client, &mut reply, sink, last_seq, &self.proxy.backend, &mut end)
+                .await?;
+            if learning {
+                self.cache.learn(&copy);
+            }
             if matches!(code, COM_QUERY | COM_STMT_EXECUTE) {
                 self.proxy.counters.served(started, Served::Passthrough);
             }
@@ -215,9 +221,35 @@ impl Conn {
         seq: u8,
         started: Option<std::time::Instant>,
     ) -> Result<bool, RelayError> {
+        let local = {
+            let msg = self.client.message(len);
+            self.cache.local_txn(&self.client.buffered()[..len], &msg.payload, code, seq)
+        };
+        if let Some((bytes, how)) = local {
+            let c = &self.proxy.counters;
+            match how {
+                Local::Begin => c.begins_deferred.fetch_add(1, Ordering::Relaxed),
+                Local::End => c.ends_local.fetch_add(1, Ordering::Relaxed),
+                Local::EndSent(packet) => {
+                    if let Err(e) = self.server.write(&packet).await {
+                        self.client.consume(len);
+                        return Err(self.lost(seq, e).await);
+                    }
+                    self.own_reply_due = true;
+                    c.ends_local.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+            self.answer(len, &bytes).await?;
+            self.proxy.counters.served(started, Served::Hit);
+            return Ok(true);
+        }
         let replay = self.cache.replay_first(&self.client.message(len).payload, code);
         if let Some(packet) = replay {
-            // The last command was a hit and this one asks about it: the backend runs it first.
+            // The last command was a hit and this one asks about it: the backend runs it first
+            // (after the transaction's deferred BEGIN, if there is one).
+            if let Some(begin) = self.cache.take_deferred() {
+                self.send_begin(&begin, seq).await?;
+            }
             self.server.write(&packet).await.map_err(RelayError::Backend)?;
             drain_reply(&mut self.server, &mut Reply::new(Expect::Results, self.login.caps)).await?;
         }
@@ -274,20 +306,83 @@ impl Conn {
     }
 
     /// Sends the client's buffered message of `len` bytes (last sequence id `seq`) to the
-    /// backend, consumed; if the backend is gone the client gets an ERR.
+    /// backend, consumed; if the backend is gone the client gets an ERR. A deferred `BEGIN`
+    /// (see `cache/txn.rs`) goes first: in the same write if the message is a cacheable
+    /// read, else on its own, its OK awaited.
     pub async fn forward(&mut self, len: usize, seq: u8) -> Result<(), RelayError> {
         self.cache.forwarded();
-        let r = match self.cache.take_rewrite() {
-            Some(packet) => self.server.write(&packet).await,
-            None => self.server.write(&self.client.buffered()[..len]).await,
+        let begin = self.cache.take_deferred();
+        let pipelined = begin.is_some() && self.cache.planned_read();
+        if let (Some(b), false) = (&begin, pipelined) {
+            self.send_begin(b, seq).await?;
+        }
+        let rewrite = self.cache.take_rewrite();
+        let body = rewrite.as_deref().unwrap_or(&self.client.buffered()[..len]);
+        let r = match (&begin, pipelined) {
+            (Some(b), true) => self.server.write(&[b.as_slice(), body].concat()).await,
+            _ => self.server.write(body).await,
         };
         self.client.consume(len);
         if let Err(e) = r {
-            let msg = format!("Lost connection to MySQL backend {} ({e})", self.proxy.backend);
-            let _ = self.client.write(&errors::err41(seq.wrapping_add(1), errors::BACKEND_LOST, b"08S01", &msg)).await;
-            return Err(RelayError::Backend(e));
+            return Err(self.lost(seq, e).await);
+        }
+        if pipelined {
+            self.own_reply(seq).await?;
         }
         Ok(())
+    }
+
+    /// The backend connection failed while sending a command (last sequence id `seq`): the
+    /// client gets an ERR.
+    async fn lost(&mut self, seq: u8, e: std::io::Error) -> RelayError {
+        let msg = format!("Lost connection to MySQL backend {} ({e})", self.proxy.backend);
+        let _ = self.client.write(&errors::err41(seq.wrapping_add(1), errors::BACKEND_LOST, b"08S01", &msg)).await;
+        RelayError::Backend(e)
+    }
+
+    /// Sends a deferred `BEGIN` (`packet`) and reads its reply, for the client's command
+    /// with last sequence id `seq`.
+    async fn send_begin(&mut self, packet: &[u8], seq: u8) -> Result<(), RelayError> {
+        if let Err(e) = self.server.write(packet).await {
+            return Err(self.lost(seq, e).await);
+        }
+        self.own_reply(seq).await
+    }
+
+    /// Reads the reply to a statement the proxy answered itself before the backend did (a
+    /// deferred `BEGIN`, a read-only transaction's `COMMIT`). The client was told it
+    /// succeeded; should the backend refuse it, the client's command (last sequence id
+    /// `seq`) gets its ERR and the connection closes, as its transaction state is no longer
+    /// what it was told.
+    async fn own_reply(&mut self, seq: u8) -> Result<(), RelayError> {
+        let (payload, used) = loop {
+            match protocol_mysql::parse_packet(self.server.buffered()) {
+                Ok(Some((p, used))) => break (p.payload.to_vec(), used),
+                Ok(None) => {
+                    if let Err(e) = self.server.fill().await {
+                        return Err(self.lost(seq, e).await);
+                    }
+                }
+                Err(_) => {
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "malformed reply to a transaction statement",
+                    );
+                    return Err(self.lost(seq, e).await);
+                }
+            }
+        };
+        self.server.consume(used);
+        if payload.first() == Some(&0) {
+            return Ok(());
+        }
+        let mut err = Vec::with_capacity(payload.len() + 4);
+        protocol_mysql::write_packet(&mut err, seq.wrapping_add(1), &payload);
+        let _ = self.client.write(&err).await;
+        let why = String::from_utf8_lossy(payload.get(9..).unwrap_or_default()).into_owned();
+        Err(RelayError::Backend(std::io::Error::other(format!(
+            "the backend refused a statement answered early: {why}"
+        ))))
     }
 
     /// After a successful COM_CHANGE_USER: a new session (user, database, charset).

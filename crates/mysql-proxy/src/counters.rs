@@ -37,6 +37,12 @@ pub struct Counters {
     pub ssl_finished_accepts: AtomicU64,
     /// Backend connections whose TLS handshake failed (certificate refused, no TLS offered).
     pub backend_ssl_errors: AtomicU64,
+    /// `BEGIN`s the proxy answered itself, sent to the backend only with the transaction's
+    /// first command that needs it (see `cache/txn.rs`).
+    pub begins_deferred: AtomicU64,
+    /// `COMMIT`s and `ROLLBACK`s the proxy answered itself: the backend had no transaction
+    /// open, or the transaction only read (then sent on at once, its reply read later).
+    pub ends_local: AtomicU64,
     /// Whether queries are timed (`--metrics-listen`).
     pub timing: bool,
     /// Query latencies by [`Served`].
@@ -78,6 +84,8 @@ impl Counters {
         sink.stat("mysql_ssl_accepts", Kind::Counter, &self.ssl_accepts.load(Ordering::Relaxed));
         sink.stat("mysql_ssl_finished_accepts", Kind::Counter, &self.ssl_finished_accepts.load(Ordering::Relaxed));
         sink.stat("mysql_backend_ssl_errors", Kind::Counter, &self.backend_ssl_errors.load(Ordering::Relaxed));
+        sink.stat("mysql_begins_deferred", Kind::Counter, &self.begins_deferred.load(Ordering::Relaxed));
+        sink.stat("mysql_commits_local", Kind::Counter, &self.ends_local.load(Ordering::Relaxed));
         let series: Vec<Series> = SERVED
             .iter()
             .zip(&self.latency)

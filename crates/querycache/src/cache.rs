@@ -126,6 +126,16 @@ impl QueryCache {
         &self.cfg
     }
 
+    /// Whether reads inside a transaction (started `READ ONLY` if `read_only`) may be
+    /// answered from the cache under `--query-cache-in-transactions`.
+    pub fn caches_in_transaction(&self, read_only: bool) -> bool {
+        match self.cfg.in_transactions {
+            crate::InTransactions::Never => false,
+            crate::InTransactions::ReadOnly => read_only,
+            crate::InTransactions::UntilWrite => true,
+        }
+    }
+
     /// The schema registry (filled by the proxy's metadata task).
     pub fn schema(&self) -> &SchemaRegistry {
         &self.schema

@@ -145,6 +145,23 @@ impl Session {
         self.in_txn || !self.autocommit
     }
 
+    /// Whether the last reply's status had IN_TRANS set: a transaction is open on the backend
+    /// (or, after a `BEGIN` the proxy answered itself, for the client).
+    pub fn txn_open(&self) -> bool {
+        self.in_txn
+    }
+
+    /// Whether autocommit is on (as the last reply's status said).
+    pub fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+
+    /// The encoded user, database, character set, capabilities and session variables:
+    /// two statements of sessions with equal keys are answered alike.
+    pub fn state_key(&self) -> &[u8] {
+        &self.prefix
+    }
+
     /// Whether the open transaction has written (or is writing): its reads go to the backend.
     pub(crate) fn txn_wrote(&self) -> bool {
         !self.txn_writes.is_empty() || !self.pending_write.is_empty()
