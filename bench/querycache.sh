@@ -34,6 +34,8 @@
 #   oltp_read_only") CONFIGS ("off on proxy") TABLES (4) TABLE_SIZE (100000) WRITE_RATE (65)
 #   SERVER_THREADS (2, sqlcached -t) PROXY_CACHE_SIZE (256m) QC_SIZE (64M) PS_MODE (auto)
 #   SKIP_TRX (on) BUFFER_POOL (512M) SQLCACHED_BIN (target/release/sqlcached, built if missing)
+#   SB_ARGS (more sysbench options for every run, e.g. "--range_selects=off": oltp_read_only's
+#   transactions of 10 point selects only)
 #   PROXY_ARGS (more sqlcached flags, e.g. "--query-cache-type OFF") WAIT_BINLOG (1; 0 = do not wait for sqlcached's binlog follower: the proxy then caches
 #   nothing, which measures its passthrough) KEEP=1 keeps the work dir.
 # Everything shares the machine's CPUs (no pinning: MariaDB, sqlcached and sysbench all need
@@ -63,6 +65,7 @@ PROXY_CACHE_SIZE=${PROXY_CACHE_SIZE:-256m}
 QC_SIZE=${QC_SIZE:-64M}
 PS_MODE=${PS_MODE:-auto}
 SKIP_TRX=${SKIP_TRX:-on}
+SB_ARGS=${SB_ARGS:-}
 BUFFER_POOL=${BUFFER_POOL:-512M}
 SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
 
@@ -188,6 +191,8 @@ point() { # workload threads config
   [[ "$c" == proxy ]] && addr="127.0.0.1:$MY_PORT"
   set_qc "$([[ "$c" == on ]] && echo on || echo off)"
   [[ "$w" == oltp_read_only ]] && extra=(--skip_trx="$SKIP_TRX")
+  # shellcheck disable=SC2206 # SB_ARGS is a list of options, split on blanks on purpose
+  extra+=($SB_ARGS)
   sb_cmd "$addr"
   if [[ "$WARMUP" -gt 0 ]]; then # sysbench 1.0 has no --warmup-time: an unmeasured run first
     timeout --kill-after=5 $((WARMUP + 60)) "${SB[@]}" --threads="$t" --time="$WARMUP" --db-ps-mode="$PS_MODE" \
@@ -239,7 +244,7 @@ cell() { # workload threads config
   echo
   echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh, binlog ROW, buffer pool $BUFFER_POOL, query_cache_size $QC_SIZE when on);"
   echo "sysbench $(sysbench --version | awk '{print $2}'), $TABLES tables x $TABLE_SIZE rows, --rand-type=special (default),"
-  echo "--db-ps-mode=$PS_MODE, oltp_read_only with --skip_trx=$SKIP_TRX; $DURATION s measured after a $WARMUP s warmup run per point;"
+  echo "--db-ps-mode=$PS_MODE, oltp_read_only with --skip_trx=$SKIP_TRX${SB_ARGS:+, sysbench options $SB_ARGS}; $DURATION s measured after a $WARMUP s warmup run per point;"
   echo "background writer ${WRITE_RATE} updates/s directly on MariaDB ($WRITES updates in ${ELAPSED} s);"
   echo "sqlcached $BIN_SHA -t $SERVER_THREADS --query-cache-size $PROXY_CACHE_SIZE; $(nproc) CPUs shared, no pinning."
   echo "qps = sysbench queries/s; p95 in ms; hit % as described in the script header."
