@@ -135,16 +135,21 @@ def test_a_read_only_transactions_commit_is_answered_at_once(px, mariadb):
 
 def test_autocommit_off_commits_locally_only_without_a_backend_transaction(px, mariadb):
     """autocommit=0 (PyMySQL's and SQLAlchemy's default): a read that reaches MariaDB opens a
-    transaction there (its status says IN_TRANS), so the COMMIT after it is forwarded and the
-    snapshot ends; after reads that were all hits, the COMMIT is answered here."""
+    transaction there (its status says IN_TRANS), so the COMMIT after it goes to MariaDB (answered
+    at once, as that transaction only read) and the snapshot ends; after reads that were all
+    hits, the COMMIT is answered here and MariaDB never sees it."""
     c = px.connect("qc", autocommit=False)
     try:
         c.commit()  # learn COMMIT's OK under autocommit=0
         for i, row in enumerate((5, 6, 7)):
             assert q(c, SQL.format(row)) == ((f"d{row}",),)  # a miss: a transaction at MariaDB
-            before = local(px)
+            before, commits = local(px), backend_status(mariadb, "Com_commit")
             c.commit()
-            assert local(px) == before, "a transaction was open at MariaDB: COMMIT forwarded"
+            assert not c.server_status & 1
+            assert local(px)[1] == before[1] + 1, "a transaction that only read: answered at once"
+            assert q(c, "SELECT @@in_transaction") == ((0,),), "MariaDB ran the COMMIT first"
+            assert backend_status(mariadb, "Com_commit") == commits + 1
+            c.commit()
             mariadb.sql(f"UPDATE qc.dtx SET v = 'new{i}' WHERE id = {row}")
             time.sleep(0.3)
             assert q(c, SQL.format(row)) == ((f"new{i}",),), "no snapshot left open by the COMMIT"
@@ -153,9 +158,16 @@ def test_autocommit_off_commits_locally_only_without_a_backend_transaction(px, m
         c.commit()
         before = local(px)
         assert q(c, SQL.format(8)) == (("d8",),)
+        commits = backend_status(mariadb, "Com_commit")
         c.commit()
         c.rollback()
         assert local(px) == (before[0], before[1] + 2), "only hits since: COMMIT and ROLLBACK answered here"
+        assert backend_status(mariadb, "Com_commit") == commits, "MariaDB saw neither"
+        exec_(c, "UPDATE qc.dtx SET v = 'by autocommit=0' WHERE id = 14")
+        before = local(px)
+        c.commit()
+        assert local(px) == before, "a transaction that wrote: MariaDB's OK"
+        assert mariadb.sql("SELECT v FROM qc.dtx WHERE id = 14").strip() == "by autocommit=0"
     finally:
         c.close()
 

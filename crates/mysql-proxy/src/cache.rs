@@ -89,8 +89,9 @@ pub struct CacheConn {
     learning: Option<txn::Learning>,
     /// The command being handled was planned as a cacheable read.
     planned_read: bool,
-    /// Since the deferred `BEGIN` went to the backend, every command sent there was a
-    /// cacheable read: a `COMMIT` now only ends a read view (see [`txn`]).
+    /// Since the backend's transaction began (a deferred `BEGIN` sent, or under autocommit=0
+    /// a cacheable read), every command sent there was a cacheable read: a `COMMIT` now only
+    /// ends a read view (see [`txn`]).
     backend_reads_only: bool,
 }
 
@@ -171,10 +172,16 @@ impl CacheConn {
             }
         }
         let (Some(c), Some(s)) = (&self.cache, &mut self.session) else { return };
+        let was_open = s.txn_open();
         if reply.error {
             c.on_reply(s, 0, false);
         } else if let Some(status) = reply.status {
             c.on_reply(s, status, true);
+        }
+        // A transaction the backend opened with a cacheable read (autocommit=0): so far it
+        // has only read (see [`txn`]).
+        if !was_open && s.txn_open() && self.planned_read {
+            self.backend_reads_only = true;
         }
     }
 

@@ -15,8 +15,9 @@
 //!   last reply said no transaction was open): there the backend's answer is a no-op OK;
 //! - answers `COMMIT` / `ROLLBACK` at once, sending it to the backend and reading its reply
 //!   only afterwards, when everything the transaction sent to the backend (after its deferred
-//!   `BEGIN`) was a cacheable read: it has no write to make durable and holds no lock, so its
-//!   end only closes a read view, and the next command reaches the backend after it.
+//!   `BEGIN`, or under autocommit=0 from the read that opened it) was a cacheable read: it has
+//!   no write to make durable and holds no lock, so its end only closes a read view, and the
+//!   next command reaches the backend after it.
 //!
 //! The OK it answers with is the backend's own: learned, per connection, from the last
 //! time the same statement went to the backend in the same session state (same variables,
@@ -116,7 +117,7 @@ impl CacheConn {
                 (outside && useful, outside)
             }
             TxnWord::End => {
-                let only_read = self.backend_reads_only && s.txn_open() && autocommit;
+                let only_read = self.backend_reads_only && s.txn_open();
                 (self.deferred.is_some() || !s.txn_open() || only_read, self.deferred.is_none())
             }
         };
