@@ -47,16 +47,29 @@ pub enum TxnWord {
 /// Which statement `sql` is, if it is one of [`TxnWord`]'s, exactly (case-insensitive,
 /// surrounding blanks and one trailing `;` allowed; a comment or anything else: `None`).
 pub fn txn_word(sql: &[u8]) -> Option<TxnWord> {
+    // On every short COM_QUERY: no allocation, at most five words looked at.
     if sql.len() > 64 {
         return None;
     }
-    let text = std::str::from_utf8(sql).ok()?.trim();
-    let text = text.strip_suffix(';').unwrap_or(text).to_ascii_uppercase();
-    let words: Vec<&str> = text.split_ascii_whitespace().collect();
-    match words.as_slice() {
-        ["BEGIN"] | ["BEGIN", "WORK"] | ["START", "TRANSACTION"] => Some(TxnWord::Begin { read_only: false }),
-        ["START", "TRANSACTION", "READ", "ONLY"] => Some(TxnWord::Begin { read_only: true }),
-        ["COMMIT"] | ["COMMIT", "WORK"] | ["ROLLBACK"] | ["ROLLBACK", "WORK"] => Some(TxnWord::End),
+    let sql = sql.trim_ascii();
+    let sql = sql.strip_suffix(b";").unwrap_or(sql);
+    let mut w: [&[u8]; 4] = [b""; 4];
+    let mut n = 0;
+    for word in sql.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty()) {
+        *w.get_mut(n)? = word;
+        n += 1;
+    }
+    let is = |i: usize, s: &str| w[i].eq_ignore_ascii_case(s.as_bytes());
+    let end = is(0, "COMMIT") || is(0, "ROLLBACK");
+    let begin = Some(TxnWord::Begin { read_only: false });
+    match n {
+        1 if is(0, "BEGIN") => begin,
+        1 if end => Some(TxnWord::End),
+        2 if is(0, "BEGIN") && is(1, "WORK") || is(0, "START") && is(1, "TRANSACTION") => begin,
+        2 if end && is(1, "WORK") => Some(TxnWord::End),
+        4 if is(0, "START") && is(1, "TRANSACTION") && is(2, "READ") && is(3, "ONLY") => {
+            Some(TxnWord::Begin { read_only: true })
+        }
         _ => None,
     }
 }
@@ -207,6 +220,65 @@ impl CacheConn {
 mod tests {
     use super::*;
 
+    /// The words, as a plain (allocating) model of what [`txn_word`] accepts.
+    fn model(sql: &[u8]) -> Option<TxnWord> {
+        let text = std::str::from_utf8(sql).ok()?.trim_matches(|c: char| c.is_ascii_whitespace());
+        let text = text.strip_suffix(';').unwrap_or(text).to_ascii_uppercase();
+        match text.split_ascii_whitespace().collect::<Vec<_>>().as_slice() {
+            ["BEGIN"] | ["BEGIN", "WORK"] | ["START", "TRANSACTION"] => Some(TxnWord::Begin { read_only: false }),
+            ["START", "TRANSACTION", "READ", "ONLY"] => Some(TxnWord::Begin { read_only: true }),
+            ["COMMIT"] | ["COMMIT", "WORK"] | ["ROLLBACK"] | ["ROLLBACK", "WORK"] => Some(TxnWord::End),
+            _ => None,
+        }
+    }
+
+    /// Property: on random texts made of the words that matter, separators and noise (and
+    /// random bytes), [`txn_word`] never panics and agrees with the model.
+    #[test]
+    fn agrees_with_the_model_on_random_texts() {
+        const PARTS: [&str; 16] = [
+            "BEGIN",
+            "begin",
+            "WORK",
+            "START",
+            "transaction",
+            "READ",
+            "only",
+            "COMMIT",
+            "rollback",
+            ";",
+            " ",
+            "\t",
+            "\n",
+            "x",
+            "/*",
+            "\u{e9}",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200_000 {
+            let mut sql = Vec::new();
+            for _ in 0..next() % 8 {
+                let r = next();
+                if r % 10 == 0 {
+                    sql.push((r >> 8) as u8); // any byte, invalid UTF-8 included
+                } else {
+                    sql.extend_from_slice(PARTS[(r >> 8) as usize % PARTS.len()].as_bytes());
+                    if r % 3 == 0 {
+                        sql.push(b' ');
+                    }
+                }
+            }
+            let want = if sql.len() > 64 { None } else { model(&sql) };
+            assert_eq!(txn_word(&sql), want, "{:?}", String::from_utf8_lossy(&sql));
+        }
+    }
+
     #[test]
     fn transaction_words_are_exact() {
         let begin = Some(TxnWord::Begin { read_only: false });
@@ -225,6 +297,10 @@ mod tests {
             "COMMIT RELEASE",
             "BEGIN /* x */",
             "BEGIN; SELECT 1",
+            "BEGIN;;",
+            "START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
+            "SELECT 1",
+            "COMMIT WORK NOW",
             "XA BEGIN 'x'",
             "SAVEPOINT a",
             "",
