@@ -130,6 +130,7 @@ def test_backend_down_gives_mysql_errors_then_recovers(proxy, mariadb):
         got, _ = wait_for(lambda: q(c, read) == (("after outage",),), timeout=10)
         assert got, f"stale after the outage: {q(c, read)}"
         assert wait_stat(proxy, "binlog_connected", lambda v: v == 1)
+        proxy.wait_online()  # the cache serves again only once the follower has caught up
         until_hit(proxy, c, read)
     finally:
         c.close()
