@@ -23,8 +23,8 @@
 //! time the same statement went to the backend in the same session state (same variables,
 //! database, autocommit), and used only if it was the plain 7-byte OK (no warnings, no
 //! session-tracking data). So the first transaction of each connection always goes through.
-//! `WITH CONSISTENT SNAPSHOT`, `READ WRITE`, `AND CHAIN`, savepoints and anything in an open
-//! transaction are always forwarded.
+//! `WITH CONSISTENT SNAPSHOT`, `READ WRITE`, `AND CHAIN`, `RELEASE`, savepoints, XA and a
+//! `BEGIN` inside an open transaction (an implicit commit) are always forwarded.
 
 use protocol_mysql::command::{COM_QUERY, COM_STMT_EXECUTE};
 use protocol_mysql::{parse_packet, write_packet};
@@ -110,7 +110,6 @@ impl CacheConn {
     /// Otherwise `None`, and if it is one, its reply is to be learned ([`Self::learning`]).
     pub fn local_txn(&mut self, packet: &[u8], payload: &[u8], code: u8, seq: u8) -> Option<(Vec<u8>, Local)> {
         self.learning = None;
-        let cache = self.cache.clone()?;
         let stmt = match code {
             COM_STMT_EXECUTE => self.stmt_id(payload).and_then(|id| self.stmts.get(&id)),
             _ => None,
@@ -120,7 +119,9 @@ impl CacheConn {
             COM_STMT_EXECUTE => stmt?.txn?,
             _ => return None,
         };
+        // Only a transaction statement gets here (the rest of every query pays nothing more).
         let prepared = stmt.map(|s| s.prepared.clone());
+        let cache = self.cache.clone()?;
         let s = self.session.as_mut()?;
         let autocommit = s.autocommit();
         let (eligible, learnable) = match word {
