@@ -14,6 +14,10 @@
 #   get  : loadgen `get @@demo.key:N`                     vs  sysbench prepared SELECT c2 ... c1=?
 #   cache: loadgen `get key:N` on A (caching container, memory copy warmed by a scan) vs on B
 #          (memory-only sqlcached), time-sliced in one loadgen process (--addr A,B)
+#   sqlite: sqlcached C with the same table in an embedded SQLite file (container "demo",
+#          innodb_only, the default container for plain keys): loadgen `set key:N` / `get key:N`
+#          on C vs on B, time-sliced (--addr C,B). The InnoDB plugin's real advantage was being
+#          in-process; this is sqlcached's in-process backend against its own memory.
 # Output: a markdown table on stdout and in bench/results/containers-<ts>.md (raw lines in .log).
 #
 # Environment: KEYS (100000) DURATION (8 s) WARMUP (1 s) CONNS ("8 32 128") VALUE_SIZE (100)
@@ -22,8 +26,9 @@
 #   group commit; leave unset for binaries older than them) W_BATCH (1,
 #   w_batch_size: 1 = commit before each reply, as sysbench's autocommit) LG_THREADS (1)
 #   SQLCACHED_BIN (target/release/sqlcached) KEEP=1 keeps the work dir (MariaDB datadir).
-#   PARTS ("set get cache": which of the three measurements to run; bench/seeds/e003 runs "set"
-#   alone for its second batch size).
+#   PARTS ("set get cache sqlite": which of the measurements to run; bench/seeds/e003 runs "set"
+#   alone for its second batch size). SQLITE_SYNC (full: PRAGMA synchronous of the SQLite
+#   writer, "full" fsyncs every commit, "normal" survives a crash but not power loss).
 # Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian), cargo (for loadgen).
 set -euo pipefail
 
@@ -40,7 +45,8 @@ KEYS=${KEYS:-100000}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-"8 32 128"}
-PARTS=${PARTS:-"set get cache"}
+PARTS=${PARTS:-"set get cache sqlite"}
+SQLITE_SYNC=${SQLITE_SYNC:-full}
 VALUE_SIZE=${VALUE_SIZE:-100}
 SERVER_THREADS=${SERVER_THREADS:-2}
 POOL=${POOL:-8}
@@ -68,9 +74,9 @@ BIN_SHA=$(sha256sum "$WORK/sqlcached" | cut -c1-12)
 
 # ---- processes (only ours, by pid)
 DB_DIR=$WORK/mariadb
-PID_A="" PID_B=""
+PID_A="" PID_B="" PID_C=""
 cleanup() {
-  stop_pids $PID_A $PID_B
+  stop_pids $PID_A $PID_B $PID_C
   bash "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" >/dev/null 2>&1 || true
   if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
 }
@@ -248,6 +254,63 @@ for c in $CONNS; do
   row "get caching vs memory" "$c" "$a" "$b" "caching" "memory" "ratio >= 0.67 (within 1.5x)"
 done
 }
+has_part sqlite && {
+log "creating the SQLite copy of demo_test ($KEYS rows) and starting sqlcached C on it"
+python3 - "$WORK/demo.db" "$KEYS" "$FILLER" <<'PY'
+import sqlite3, sys
+db, keys, filler = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+c = sqlite3.connect(db)
+c.execute("PRAGMA journal_mode = WAL")
+c.execute("CREATE TABLE demo_test (c1 VARCHAR(32) PRIMARY KEY, c2 VARCHAR(1024), c3 INT, c4 INTEGER, c5 INT)")
+c.executemany("INSERT INTO demo_test VALUES (?, ?, 0, 1, 0)",
+              (("key:%08d" % i, "%08d%s" % (i, filler)) for i in range(keys)))
+c.commit()
+c.close()
+PY
+cat >"$WORK/containers-sqlite.toml" <<TOML
+[backend]
+kind = "sqlite"
+path = "$WORK/demo.db"
+plugin_tables = "off"
+synchronous = "$SQLITE_SYNC"
+
+[options]
+w_batch_size = $W_BATCH
+plain_keys = "default_container"
+default_container = "demo"
+
+[[container]]
+name = "demo"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+policy = "innodb_only"
+TOML
+PORT_C=$(pick_port)
+while [[ "$PORT_C" == "$PORT_A" || "$PORT_C" == "$PORT_B" ]]; do PORT_C=$(pick_port); done
+"$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_C" -U 0 -m 1024 -t "$SERVER_THREADS" \
+  --containers "$WORK/containers-sqlite.toml" >"$WORK/sqlcached-c.log" 2>&1 &
+PID_C=$!
+wait_port "$PORT_C" "$PID_C" "$WORK/sqlcached-c.log"
+has_part cache || lg 300 load --addr "127.0.0.1:$PORT_B" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" | tee -a "$RAW" >&2
+for op in get set; do
+  for c in $CONNS; do
+    log "SQLite container vs memory-only $op, $c conns (time-sliced)"
+    ratio_arg=0; [[ $op == set ]] && ratio_arg=1
+    out=$(lg "$LGT" run --addr "127.0.0.1:$PORT_C,127.0.0.1:$PORT_B" --server-pid "$PID_C,$PID_B" --conns "$c" \
+      --threads "$LG_THREADS" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" --set-ratio "$ratio_arg" \
+      --duration "$DURATION" --warmup "$WARMUP") || die "loadgen failed (sqlite $op, $c conns)"
+    grep '^RESULT' <<<"$out" | sed "s/^/sqlite-$op conns=$c /" >>"$RAW"
+    a=$(grep '^RESULT server=0' <<<"$out"); b=$(grep '^RESULT server=1' <<<"$out")
+    row "$op SQLite vs memory" "$c" "$a" "$b" "sqlite" "memory" "report (issue 11 item 5)"
+  done
+done
+}
+
 ELAPSED=$(($(date +%s) - START))
 
 {
@@ -262,6 +325,7 @@ ELAPSED=$(($(date +%s) - START))
   echo "mc = memcached protocol on sqlcached (\`set/get @@demo.key:N\`, container \`demo\`, innodb_only);"
   echo "sql = sysbench, prepared \`INSERT ... ON DUPLICATE KEY UPDATE\` / \`SELECT c2 FROM demo_test WHERE c1=?\`;"
   echo "caching = plain \`get key:N\` on the caching container \`democ\` (memory copy warmed); memory = sqlcached without containers."
+  echo "sqlite = plain \`get/set key:N\` on sqlcached with the table in an embedded SQLite file (innodb_only, synchronous=$SQLITE_SYNC, w_batch_size=$W_BATCH)."
   echo "Latency: loadgen p50/p99 per request; sysbench p50/p99 from its histogram (its p95 is in the .log)."
   echo
   echo "| op | conns | ops/s (left) | p50 / p99 µs | ops/s (right) | p50 / p99 µs | left/right | goal |"

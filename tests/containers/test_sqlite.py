@@ -437,3 +437,52 @@ def test_container_metrics_by_container_outcome_and_op(tmp_path, client_of):
     assert value("sqlcached_container_operation_duration_seconds_count{", 'container="setup_3"', 'op="write"') == 1
     assert value("sqlcached_container_operation_duration_seconds_bucket{", 'le="+Inf"', 'container="setup_3"',
                  'op="delete"') == 1
+
+
+def _stats(c):
+    c.send(b"stats\r\n")
+    out = {}
+    while (line := c.line()) != b"END":
+        _, k, v = line.decode().split(" ", 2)
+        out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_concurrent_writers_and_inline_reads(tmp_path, client_of, inline):
+    """16 clients set and read back their own keys at once: every acknowledged set is in
+    the table (group commit answers after COMMIT) and every get sees it; with
+    inline_reads (the default) the gets are read on the worker's own connection."""
+    import threading
+    db = tmp_path / "g.db"
+    make_sqlite(db, SEED_SCHEMA)
+    toml = tmp_path / "c.toml"
+    text = config(db)
+    if not inline:
+        text = text.replace('plugin_tables = "off"', 'plugin_tables = "off"\ninline_reads = false')
+    toml.write_text(text)
+    errors = []
+    with start_with(toml) as s:
+        def worker(t):
+            c = client_of(s)
+            try:
+                for i in range(40):
+                    k, v = f"@@setup_3.w{t}_{i}", f"v{t}.{i}"
+                    assert c.store("set", k, v) == b"STORED"
+                    assert c.value(k) == v.encode(), k
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not errors, errors[:3]
+        st = _stats(client_of(s))
+    assert q(db, "SELECT count(*) FROM my_demo WHERE c1 LIKE 'w%'") == [(640,)]
+    assert int(st["container_setup_3_get_hits"]) == 640
+    assert int(st["containers_backend_errors"]) == 0
+    if inline:
+        assert int(st["containers_backend_reads_inline"]) == 640, st
+    else:
+        assert int(st["containers_backend_reads_inline"]) == 0, st

@@ -102,6 +102,10 @@ pub struct BackendConfig {
     /// SQLite only.
     #[serde(default)]
     pub synchronous: Synchronous,
+    /// SQLite only: gets read on the asking worker thread's own connection, without a hop
+    /// to a reader thread (default true; see `backend/sqlite/inline.rs` for the trade).
+    #[serde(default)]
+    pub inline_reads: Option<bool>,
     /// SQLite only: schema name -> database file, attached on every connection, so that
     /// containers (and plugin rows) can name `schema = "test"`; `innodb_memcache` here
     /// holds the plugin's tables.
@@ -470,6 +474,9 @@ impl SqlConfig {
                 if !b.attach.is_empty() {
                     return Err("backend.attach is for SQLite only".into());
                 }
+                if b.inline_reads.is_some() {
+                    return Err("backend.inline_reads is for SQLite only (MySQL: thread_readers)".into());
+                }
             }
         }
         if b.pool_size == 0 {
@@ -659,6 +666,13 @@ policy = { get = "caching", delete = "disabled" }
         )
         .unwrap_err();
         assert!(e.contains("policy") || e.contains("variant"), "{e}");
+        let e =
+            SqlConfig::from_toml_str("[backend]\nkind = \"mysql\"\nurl = \"mysql://u@h/d\"\ninline_reads = false\n")
+                .unwrap_err();
+        assert!(e.contains("inline_reads is for SQLite only"), "{e}");
+        let cfg =
+            SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\ninline_reads = false\n").unwrap();
+        assert_eq!(cfg.backend.inline_reads, Some(false));
     }
 
     fn rec(pairs: &[(&str, Option<&str>)]) -> Record {

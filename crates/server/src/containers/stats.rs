@@ -9,7 +9,8 @@
 //! change, `caching` containers on MariaDB/MySQL), `container_<c>_lag_bypasses` (gets that
 //! skipped the memory copy because the binlog follower was further behind than `max_lag_ms`), then `containers_backend_commits`, `containers_backend_connects`,
 //! `containers_backend_errors`, `containers_backend_lost_batches`,
-//! `containers_backend_lost_writes`.
+//! `containers_backend_lost_writes`, `containers_backend_reads_inline` (SQLite gets read on
+//! the worker's own connection).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -152,6 +153,7 @@ pub fn backend_lines(b: &BackendStats, out: &mut Vec<(String, u64)>) {
         ("errors", b.errors),
         ("lost_batches", b.lost_batches),
         ("lost_writes", b.lost_writes),
+        ("reads_inline", b.reads_inline),
     ] {
         out.push((format!("containers_backend_{what}"), n));
     }

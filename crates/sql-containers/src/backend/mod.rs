@@ -226,6 +226,24 @@ impl Router {
         }
     }
 
+    /// A read's rows as the caller wants them (`Rows`); the expired rows it met are
+    /// removed afterwards.
+    pub fn read_done(
+        &self,
+        mapping: &Arc<Mapping>,
+        res: Result<OpResult, BackendError>,
+    ) -> Result<OpResult, BackendError> {
+        match res? {
+            OpResult::Read { rows, expired } => {
+                for k in expired {
+                    self.delete_expired(mapping, k);
+                }
+                Ok(OpResult::Rows(rows))
+            }
+            other => Ok(other),
+        }
+    }
+
     fn delete_expired(&self, mapping: &Arc<Mapping>, key: Vec<u8>) {
         if mapping.expire.is_none() {
             return;
@@ -269,6 +287,7 @@ pub(crate) struct Stats {
     pub lost_writes: AtomicU64,
     pub connects: AtomicU64,
     pub errors: AtomicU64,
+    pub reads_inline: AtomicU64,
 }
 
 /// A snapshot of the backend's counters, for `stats`.
@@ -284,6 +303,8 @@ pub struct BackendStats {
     pub connects: u64,
     /// Operations answered with an error.
     pub errors: u64,
+    /// Gets read on the asking thread's own connection (SQLite `inline_reads`).
+    pub reads_inline: u64,
 }
 
 impl Stats {
@@ -294,6 +315,7 @@ impl Stats {
             lost_writes: self.lost_writes.load(Ordering::Relaxed),
             connects: self.connects.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            reads_inline: self.reads_inline.load(Ordering::Relaxed),
         }
     }
 

@@ -1,7 +1,11 @@
 //! SQLite backend: rusqlite on dedicated threads. One writer thread owns the write
 //! connection and its batch transaction; a few reader threads own read connections.
 //! WAL mode (readers never block the writer), a busy timeout for other processes'
-//! locks. Results go back to async callers through tokio oneshot channels.
+//! locks. Results go back to async callers through tokio oneshot channels. Gets run
+//! on the asking thread's own connection instead when they can ([`inline`]); writes
+//! answered after their commit are group-committed by the writer thread.
+
+mod inline;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -22,6 +26,13 @@ use crate::ops::{plan, unix_now, CasClock, Existing, Op, OpResult, Write};
 use crate::sql::Dialect;
 use crate::validate::{sqlite_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
 
+/// Bytes of each database file read through a memory map (address space, not memory:
+/// the pages are the OS page cache's).
+const MMAP_SIZE: u64 = 1 << 30;
+
+/// Most writes one group commit takes from the writer's queue.
+const MAX_GROUP: usize = 128;
+
 #[derive(Clone, Debug)]
 struct OpenSpec {
     path: PathBuf,
@@ -34,6 +45,8 @@ pub(crate) struct SqliteBackend {
     router: Router,
     stats: Arc<Stats>,
     spec: OpenSpec,
+    /// Gets on the caller's thread (`inline_reads`, default on).
+    inline: Option<inline::Inline>,
 }
 
 fn q(ident: &str) -> String {
@@ -62,6 +75,11 @@ fn open(spec: &OpenSpec, writer: bool) -> Result<Connection, String> {
         }
     } else {
         conn.execute_batch("PRAGMA query_only = 1").map_err(ctx)?;
+    }
+    // Reads through a memory map of the file (the OS page cache, shared by every
+    // connection) instead of a pread() per page into each connection's own 2 MiB cache.
+    for schema in std::iter::once("main").chain(spec.attach.keys().map(String::as_str)) {
+        conn.execute_batch(&format!("PRAGMA {}.mmap_size = {MMAP_SIZE}", q(schema))).map_err(ctx)?;
     }
     Ok(conn)
 }
@@ -255,6 +273,30 @@ impl SqliteLane {
     fn run(mut self, rx: mpsc::Receiver<Job>) {
         loop {
             match rx.recv_timeout(TICK) {
+                Ok(job) if self.groups(&job) => {
+                    // Group commit: the writes queued behind this one share its
+                    // transaction and its fsync; none is answered before the COMMIT.
+                    let mut group = vec![job];
+                    let mut next = None;
+                    while group.len() < MAX_GROUP {
+                        match rx.try_recv() {
+                            Ok(j) if self.groups(&j) => group.push(j),
+                            Ok(j) => {
+                                next = Some(j);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    if group.len() == 1 {
+                        self.handle(group.pop().expect("one job"));
+                    } else {
+                        self.write_group(group);
+                    }
+                    if let Some(j) = next {
+                        self.handle(j);
+                    }
+                }
                 Ok(job) => self.handle(job),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -344,6 +386,64 @@ impl SqliteLane {
             }
         }
         res
+    }
+
+    /// Does `job` join a group commit? Writes answered after their commit
+    /// (`w_batch_size` = 1) on the writer lane; reads, flushes, commits and lazy deletes
+    /// (no one waits for them) run on their own.
+    fn groups(&self, job: &Job) -> bool {
+        self.writer
+            && self.batch_limit() == 1
+            && matches!(job, Job::Op { op, reply: Some(_), .. } if !matches!(op, Op::Get { .. } | Op::Flush))
+    }
+
+    /// Runs writes in one transaction and answers them after its COMMIT. A failed
+    /// statement fails alone (SQLite undoes just that statement); a failure that rolls
+    /// the transaction back, or a failed COMMIT, fails every write of the group (none
+    /// was acknowledged, so none is lost).
+    fn write_group(&mut self, jobs: Vec<Job>) {
+        let mut answers: Vec<Result<OpResult, BackendError>> = Vec::with_capacity(jobs.len());
+        let begin = self.conn.execute_batch("BEGIN IMMEDIATE").map_err(map_err);
+        let mut fatal = begin.err();
+        for job in &jobs {
+            let Job::Op { mapping, op, deadline, .. } = job else { unreachable!("groups() takes writes only") };
+            let res = match &fatal {
+                Some(e) => Err(e.clone()),
+                None if deadline_passed(*deadline) => Err(queue_timeout_error(Duration::ZERO)),
+                None => run_write(&self.conn, mapping, op, &self.clock),
+            };
+            if let Err(e) = &res {
+                if fatal.is_none() && self.conn.is_autocommit() {
+                    // The whole transaction was rolled back (I/O error, disk full...).
+                    fatal = Some(e.clone());
+                }
+            }
+            answers.push(res);
+        }
+        if fatal.is_none() {
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                fatal = Some(map_err(e));
+            } else {
+                Stats::bump(&self.stats.commits, 1);
+                self.write_gen.fetch_add(1, Ordering::AcqRel);
+            }
+        } else if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        for (job, mut res) in jobs.into_iter().zip(answers) {
+            if let (Some(e), Ok(_)) = (&fatal, &res) {
+                res = Err(e.clone());
+            }
+            if res.is_err() {
+                Stats::bump(&self.stats.errors, 1);
+            }
+            if let Job::Op { reply: Some(reply), .. } = job {
+                let _ = reply.send(res);
+            }
+        }
     }
 
     fn batch_limit(&self) -> u32 {
@@ -464,7 +564,8 @@ impl SqliteBackend {
             readers.push(spawn_lane(format!("sqlcached-sqlite-r{i}"), ctx.clone(), false, opts.r_batch_size).await?);
         }
         let router = Router::new(vec![writer], readers, Duration::from_millis(cfg.query_timeout_ms));
-        Ok(SqliteBackend { router, stats, spec })
+        let inline = cfg.inline_reads.unwrap_or(true).then(|| inline::Inline::new(spec.clone()));
+        Ok(SqliteBackend { router, stats, spec, inline })
     }
 
     /// Runs `f` on a fresh read connection on its own thread (start-up work).
@@ -649,5 +750,17 @@ impl Backend for SqliteBackend {
 
     fn stats(&self) -> BackendStats {
         self.stats.snapshot()
+    }
+
+    fn execute(&self, mapping: Arc<Mapping>, op: Op) -> BoxFuture<'_, Result<OpResult, BackendError>> {
+        if let (Some(inline), Op::Get { keys }) = (&self.inline, &op) {
+            if !self.router.any_dirty() {
+                if let Some(res) = inline.read(&mapping, keys) {
+                    Stats::bump(&self.stats.reads_inline, 1);
+                    return Box::pin(std::future::ready(self.router.read_done(&mapping, res)));
+                }
+            }
+        }
+        Box::pin(self.router.execute(mapping, op))
     }
 }
