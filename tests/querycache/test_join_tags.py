@@ -112,3 +112,19 @@ def test_joined_rows_shown_by_key_are_row_tagged(proxy, pc, mariadb, via):
     check(proxy, pc, mariadb, via, f"UPDATE qc.jt_post SET title = 'l-{tag}' WHERE id = 12", [], [lonely])
     check(proxy, pc, mariadb, via, f"UPDATE qc.jt_post SET user_id = 8 WHERE id = 12 -- {tag}", [lonely], [])
     q(via, "UPDATE qc.jt_post SET user_id = 3 WHERE id = 12")
+
+
+def test_joins_naming_no_updated_column_stay(proxy, pc, mariadb, via):
+    """Column tags for joins: a join that shows no primary key (no row tags) stays cached
+    through an update of its own rows that assigns no column it names of that table
+    (through its alias, or unqualified); one that assigns such a column, or a `u.*` join
+    under any update of users, is dropped and answered fresh."""
+    tag = via.kind
+    names = ("SELECT u.email, p.title FROM qc.jt_user u JOIN qc.jt_post p ON p.user_id = u.id "
+             "WHERE u.id = 2 ORDER BY p.title")
+    star = ("SELECT u.*, p.title FROM qc.jt_user u JOIN qc.jt_post p ON p.user_id = u.id "
+            "WHERE u.id = 2 ORDER BY p.title")
+    post = q(pc, "SELECT MIN(id) FROM qc.jt_post WHERE user_id = 2")[0][0]
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_user SET karma = karma + 1 WHERE id = 2 -- {tag}", [star], [names])
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_post SET title = 'c-{tag}' WHERE id = {post}", [names, star], [])
+    check(proxy, pc, mariadb, via, f"UPDATE qc.jt_user SET email = 'u2-{tag}@x' WHERE id = 2", [names, star], [])

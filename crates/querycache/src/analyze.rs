@@ -278,7 +278,12 @@ fn read(digest: &[u8], toks: &[Token], whole: bool) -> Kind {
         };
         rows.map(|r| r.into_iter().map(of).collect()).unwrap_or_default()
     };
-    let columns = if single { ast::read_columns(&stmt).map(Arc::from) } else { None };
+    let columns = if single {
+        vec![ast::read_columns(&stmt).map(Arc::from)]
+    } else {
+        let cols = joins::join_columns(&stmt).filter(|(rels, _)| *rels == tables).map(|(_, c)| c);
+        cols.map(|c| c.into_iter().map(|c| c.map(Arc::from)).collect()).unwrap_or_default()
+    };
     let (order, limit) = ast::ordering(&stmt);
     let order = (Arc::from(order), limit);
     let sql_cache =

@@ -312,10 +312,13 @@ fn col_ref(e: &Expr) -> Option<ColRef> {
 /// The columns an expression names, whether it calls a function, and whether it names
 /// columns in a form not collected here (MATCH ... AGAINST).
 #[derive(Default)]
-struct Idents {
-    cols: Vec<ColRef>,
-    calls: bool,
-    opaque: bool,
+pub(crate) struct Idents {
+    /// Every column reference, in the order met.
+    pub cols: Vec<ColRef>,
+    /// Whether a function is called.
+    pub calls: bool,
+    /// Whether columns are named in a form not collected.
+    pub opaque: bool,
 }
 
 impl Idents {
@@ -338,7 +341,8 @@ impl Visitor for Idents {
     }
 }
 
-fn idents(e: &impl Visit) -> Idents {
+/// The column references `e` makes ([`Idents`]).
+pub(crate) fn idents(e: &impl Visit) -> Idents {
     let mut v = Idents::default();
     let _ = e.visit(&mut v);
     v

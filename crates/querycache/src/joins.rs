@@ -26,9 +26,12 @@
 
 use std::sync::Arc;
 
-use sqlparser::ast::{BinaryOperator, Expr, JoinConstraint, JoinOperator, Select, SetExpr, Statement, TableFactor};
+use sqlparser::ast::{
+    BinaryOperator, Expr, JoinConstraint, JoinOperator, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
+    Statement, TableFactor,
+};
 
-use crate::ast::{conjuncts, key_pred_with, rel_name, row_refs, row_shaped, Cons, KeyPred, RelName};
+use crate::ast::{conjuncts, idents, key_pred_with, rel_name, row_refs, row_shaped, Cons, KeyPred, RelName};
 
 /// Most conjuncts looked at per join (the rest are ignored: coarser, never wrong).
 const MAX_CONJUNCTS: usize = 64;
@@ -177,6 +180,79 @@ pub(crate) fn join_row_deps(stmt: &Statement) -> Option<(Vec<RelName>, Vec<JoinR
         .collect();
     Some((entries.into_iter().map(|e| e.rel).collect(), rows))
 }
+
+/// The columns a join names of each of its tables, for column tags (see
+/// [`crate::Tag::columns`]): every column named anywhere (select list, WHERE, every ON,
+/// GROUP BY, HAVING, ORDER BY), through its alias (or name) that table's, unqualified or
+/// unresolved ones every table's. An UPDATE of a table that assigns none of that table's
+/// columns here changes no value the result shows, no row combination that passes WHERE
+/// and the ON conditions, and no grouping or order. None for a table under `*` or `t.*`;
+/// None for the whole read with `USING`/`NATURAL` (columns compared without being
+/// written) or MATCH ... AGAINST.
+pub(crate) fn join_columns(stmt: &Statement) -> Option<(Vec<RelName>, Vec<Columns>)> {
+    let Statement::Query(q) = stmt else { return None };
+    if q.with.is_some() {
+        return None;
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    let mut entries = Vec::new();
+    for (table, join) in from_tables(sel)? {
+        if join.is_some_and(|j| matches!(j.constraint, JoinConstraint::Using(_) | JoinConstraint::Natural)) {
+            return None;
+        }
+        entries.push(entry(table, None)?);
+    }
+    // Which entry `q` qualifies (None: none or more than one, i.e. any of them).
+    let owner = |q: &[&str]| {
+        let mut hits = entries.iter().enumerate().filter(|(_, en)| en.answers_to(q));
+        match (hits.next(), hits.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    };
+    let mut every = vec![false; entries.len()];
+    for it in &sel.projection {
+        let q: Vec<&str> = match it {
+            SelectItem::Wildcard(_) => Vec::new(),
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                n.0.iter().map(|p| p.as_ident().map_or("", |i| i.value.as_str())).collect()
+            }
+            SelectItem::QualifiedWildcard(..) => Vec::new(),
+            _ => continue,
+        };
+        match owner(&q) {
+            Some(i) if !q.is_empty() => every[i] = true,
+            _ => every.iter_mut().for_each(|e| *e = true),
+        }
+    }
+    let id = idents(stmt);
+    if id.opaque {
+        return None;
+    }
+    let mut named: Vec<Vec<Arc<str>>> = vec![Vec::new(); entries.len()];
+    for c in id.cols {
+        let q: Vec<&str> = c.qual.iter().map(String::as_str).collect();
+        match owner(&q) {
+            Some(i) if !q.is_empty() => named[i].push(c.name),
+            _ => named.iter_mut().for_each(|n| n.push(c.name.clone())),
+        }
+    }
+    let columns = named
+        .into_iter()
+        .zip(every)
+        .map(|(mut n, every)| {
+            (!every).then(|| {
+                n.sort();
+                n.dedup();
+                n
+            })
+        })
+        .collect();
+    Some((entries.into_iter().map(|e| e.rel).collect(), columns))
+}
+
+/// The columns a read names of one table (None: any column).
+pub(crate) type Columns = Option<Vec<Arc<str>>>;
 
 /// How a FROM entry after the first of its list is joined.
 #[derive(Clone, Copy)]
@@ -396,5 +472,28 @@ mod tests {
         // Ranges carry over too.
         let p = preds("SELECT * FROM a JOIN b ON a.id = b.a_id WHERE a.id BETWEEN ?1 AND ?2").unwrap();
         assert_eq!(p[1].2.len(), 1);
+    }
+
+    #[test]
+    fn columns_go_to_the_table_each_qualifier_names() {
+        let cols = |sql: &str| {
+            join_columns(&parse(sql).unwrap()).map(|(_, c)| {
+                c.into_iter()
+                    .map(|c| c.map(|v| v.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",")))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let some = |s: &str| Some(s.to_string());
+        // Qualified by alias or by name; an unqualified or unknown qualifier counts for both.
+        let sql =
+            "SELECT u.name, posts.title, x.y, z FROM users u JOIN posts ON posts.user_id = u.id ORDER BY posts.id";
+        assert_eq!(cols(sql), Some(vec![some("id,name,y,z"), some("id,title,user_id,y,z")]));
+        // `u.*` is every column of u only; `*` of both.
+        let sql = "SELECT u.*, p.title FROM users u JOIN posts p ON p.user_id = u.id";
+        assert_eq!(cols(sql), Some(vec![None, some("title,user_id")]));
+        assert_eq!(cols("SELECT * FROM users u JOIN posts p ON p.user_id = u.id"), Some(vec![None, None]));
+        // Columns compared without being written, or in a form not collected: not known.
+        assert_eq!(cols("SELECT u.name FROM users u JOIN posts p USING (id)"), None);
+        assert_eq!(cols("SELECT u.name FROM users u JOIN posts p ON MATCH (p.t) AGAINST ('x')"), None);
     }
 }

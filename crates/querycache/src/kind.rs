@@ -50,9 +50,9 @@ pub(crate) struct ReadInfo {
     /// Per table (empty: none), set when the result may be tagged with the rows of that
     /// table it returns. See [`crate::RowTag`].
     pub row_deps: Vec<Option<RowDeps>>,
-    /// Every column a single-table read names (None: `*`, or not known); see
-    /// [`crate::Tag::columns`].
-    pub columns: Option<Arc<[Arc<str>]>>,
+    /// Per table (empty: none), every column the read names of it (None: `*`, or not
+    /// known); see [`crate::Tag::columns`].
+    pub columns: Vec<Option<Arc<[Arc<str>]>>>,
     /// The plain columns of its ORDER BY, and whether it has a LIMIT ([`ast::ordering`]).
     pub order: (Arc<[Arc<str>]>, bool),
 }

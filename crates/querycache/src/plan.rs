@@ -313,18 +313,22 @@ impl QueryCache {
                 }
                 _ => None,
             };
-            let columns = match &r.columns {
-                Some(c) if single && !total => Some(known.scanned_with(c)),
-                c if single => c.clone(),
-                _ => None,
+            let columns = match r.columns.get(i) {
+                Some(Some(c)) if !total => Some(known.scanned_with(c)),
+                Some(c) => c.clone(),
+                None => None,
             };
             tags.push(Tag { table: t, scope, rows, columns });
         }
-        // A table joined with itself keeps one record of an entry's rows: no row tags.
+        // A table joined with itself keeps one record of an entry's rows and columns: no
+        // row or column tags.
         if !single {
             for i in 0..tags.len() {
-                if tags[i].rows.is_some() && tags.iter().filter(|g| g.table == tags[i].table).count() > 1 {
+                if (tags[i].rows.is_some() || tags[i].columns.is_some())
+                    && tags.iter().filter(|g| g.table == tags[i].table).count() > 1
+                {
                     tags[i].rows = None;
+                    tags[i].columns = None;
                 }
             }
         }

@@ -353,3 +353,34 @@ fn joins_that_cannot_tell_their_rows_are_not_row_tagged() {
     let shown = one("SELECT a.id, b.id FROM users a JOIN posts b ON b.user_id = a.id WHERE a.id = 1");
     assert_eq!(after(&c, &mut s, &[shown], "UPDATE posts SET score = 3 WHERE id = 7"), [true]);
 }
+
+#[test]
+fn joins_naming_no_assigned_column_survive_updates_of_their_rows() {
+    let c = cache();
+    let mut s = shop(&c);
+    // No primary key in the select lists: no row tags, only column tags keep them.
+    let r = || joined(&[("u", "users", "email"), ("p", "posts", "title")], &[&[Some("a@x"), Some("t")]]);
+    let join = "FROM users u JOIN posts p ON p.user_id = u.id WHERE u.id = 1";
+    let (qualified, star, unqualified, grouped) = (
+        format!("SELECT u.email, p.title {join}"),
+        format!("SELECT u.*, p.title {join}"),
+        format!("SELECT email, title {join}"),
+        format!("SELECT u.email, COUNT(*) {join} GROUP BY u.email HAVING SUM(p.score) > 2"),
+    );
+    let reads = [(qualified.as_str(), r()), (star.as_str(), r()), (unqualified.as_str(), r()), (grouped.as_str(), r())];
+    // users' karma: named only through u.*.
+    let kept = after(&c, &mut s, &reads, "UPDATE users SET karma = karma + 1 WHERE id = 1");
+    assert_eq!(kept, [true, false, true, true]);
+    // users' email: named by all.
+    assert_eq!(after(&c, &mut s, &reads, "UPDATE users SET email = 'b@x' WHERE id = 1"), [false; 4]);
+    // A posts column none names; then one the first three name (title), then the HAVING's.
+    assert_eq!(after(&c, &mut s, &reads, "UPDATE posts SET body = 'x' WHERE id = 5"), [true; 4]);
+    assert_eq!(after(&c, &mut s, &reads, "UPDATE posts SET title = 'x' WHERE id = 5"), [false, false, false, true]);
+    assert_eq!(after(&c, &mut s, &reads[3..], "UPDATE posts SET score = 1 WHERE id = 5"), [false]);
+    // The join column itself: a post may join another user.
+    assert_eq!(after(&c, &mut s, &reads[..1], "UPDATE posts SET user_id = 1 WHERE id = 6"), [false]);
+    // A table joined with itself gets no column tags: any update of it drops the result.
+    let selfjoin = "SELECT a.title FROM posts a JOIN posts b ON b.id = a.user_id WHERE a.user_id = 3";
+    let one = joined(&[("a", "posts", "title")], &[&[Some("t")]]);
+    assert_eq!(after(&c, &mut s, &[(selfjoin, one)], "UPDATE posts SET body = 'x' WHERE id = 3"), [false]);
+}
