@@ -34,6 +34,7 @@ mod modes;
 mod pending;
 mod persistence;
 mod rbuf;
+mod rotate;
 mod route;
 mod sasl;
 pub mod server;

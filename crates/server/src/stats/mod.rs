@@ -246,6 +246,7 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("ssl_min_version", &t.min_version_text());
     s("eviction_policy", &"s3-fifo");
     s("engine_shards", &shared.engine.shard_count());
+    s("worker_rotation_us", &crate::rotate::interval_us());
 }
 
 /// Items of one memcached slab class.
