@@ -115,6 +115,22 @@ INSERT INTO demo_test SELECT CONCAT('key:', LPAD(seq, 8, '0')), CONCAT(LPAD(seq,
 SQL
 [[ "$(sql -N -e 'SELECT COUNT(*) FROM bench.demo_test')" == "$KEYS" ]] || die "preload failed"
 
+# container NAME POLICY: a [[container]] on demo_test (both TOML files below)
+container() {
+  cat <<TOML
+[[container]]
+name = "$1"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+flags_column = "c3"
+cas_column = "c4"
+expire_column = "c5"
+unique_index = "PRIMARY"
+policy = "$2"
+TOML
+}
+
 cat >"$WORK/containers.toml" <<TOML
 [backend]
 kind = "mariadb"
@@ -131,27 +147,9 @@ cache_ttl = 3600
 plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
 default_container = "democ"
 
-[[container]]
-name = "demo"
-table = "demo_test"
-key_column = "c1"
-value_columns = "c2"
-flags_column = "c3"
-cas_column = "c4"
-expire_column = "c5"
-unique_index = "PRIMARY"
-policy = "innodb_only"
+$(container demo innodb_only)
 
-[[container]]
-name = "democ"
-table = "demo_test"
-key_column = "c1"
-value_columns = "c2"
-flags_column = "c3"
-cas_column = "c4"
-expire_column = "c5"
-unique_index = "PRIMARY"
-policy = "caching"
+$(container democ caching)
 cache_ttl = 3600
 TOML
 
@@ -279,16 +277,7 @@ w_batch_size = $W_BATCH
 plain_keys = "default_container"
 default_container = "demo"
 
-[[container]]
-name = "demo"
-table = "demo_test"
-key_column = "c1"
-value_columns = "c2"
-flags_column = "c3"
-cas_column = "c4"
-expire_column = "c5"
-unique_index = "PRIMARY"
-policy = "innodb_only"
+$(container demo innodb_only)
 TOML
 PORT_C=$(pick_port)
 while [[ "$PORT_C" == "$PORT_A" || "$PORT_C" == "$PORT_B" ]]; do PORT_C=$(pick_port); done

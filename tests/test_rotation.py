@@ -3,24 +3,12 @@ than it has worker threads, a thread named `rotate` gives busy workers turns of 
 millisecond (the kernel alone switches busy threads every 4 ms tick: issue 11's p99). It
 runs only then, is said at start, is shown in `stats settings` as `worker_rotation_us`, and
 sleeps in 10 ms steps while the server is idle."""
-import socket
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.servers import Server, free_port, sqlcached_argv
-
-
-def settings(port):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"stats settings\r\n")
-        buf = b""
-        while not buf.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            assert chunk, "closed"
-            buf += chunk
-    return dict(line.split(" ", 2)[1:] for line in buf.decode().splitlines() if line.startswith("STAT "))
+from harness.servers import Server, free_port, sqlcached_argv, stats_settings
 
 
 def rotate_switches(pid):
@@ -39,7 +27,7 @@ def test_rotation_only_when_workers_outnumber_the_cpus(tmp_path, threads):
     argv = ["taskset", "-c", "0", *sqlcached_argv(port, "-t", str(threads))]
     log = tmp_path / "sqlcached.log"
     with Server(argv, port, log=str(log)) as s:
-        got = settings(port)["worker_rotation_us"]
+        got = stats_settings(port)["worker_rotation_us"]
         before = rotate_switches(s.proc.pid)
         time.sleep(1.0)
         after = rotate_switches(s.proc.pid)

@@ -10,23 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness.servers import Server, free_port, sqlcached_bin  # noqa: E402
-
-
-def stats_settings(port):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"stats settings\r\n")
-        buf = b""
-        while not buf.endswith(b"END\r\n"):
-            chunk = s.recv(65536)
-            assert chunk, "closed"
-            buf += chunk
-    out = {}
-    for line in buf.decode().splitlines():
-        parts = line.split(" ", 2)
-        if parts[0] == "STAT":
-            out[parts[1]] = parts[2]
-    return out
+from harness.servers import Server, free_port, sqlcached_bin, stats_settings  # noqa: E402
 
 
 def start(argv, port):

@@ -153,6 +153,23 @@ class Server:
         self.stop()
 
 
+def stats_settings(port: int) -> dict:
+    """`stats settings` of the server on 127.0.0.1:port, as {name: value}."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"stats settings\r\n")
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            chunk = s.recv(65536)
+            assert chunk, "closed"
+            buf += chunk
+    out = {}
+    for line in buf.decode().splitlines():
+        parts = line.split(" ", 2)
+        if parts[0] == "STAT":
+            out[parts[1]] = parts[2]
+    return out
+
+
 def rss_mib(pid: int) -> float:
     """Resident memory of a process, MiB (0 if unknown)."""
     with open(f"/proc/{pid}/status") as f:

@@ -85,11 +85,7 @@ impl Entry {
 /// The FROM tables of a one-block read over joined plain tables, in order, each with
 /// what bounds its rows; None if the read is not of that shape.
 pub(crate) fn join_preds(stmt: &Statement) -> Option<(Vec<RelName>, Vec<TablePreds>)> {
-    let Statement::Query(q) = stmt else { return None };
-    if q.with.is_some() {
-        return None;
-    }
-    let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    let sel = one_block(stmt)?;
     let mut entries = Vec::new();
     let mut filter: Vec<&Expr> = Vec::new();
     for (table, join) in from_tables(sel)? {
@@ -190,11 +186,7 @@ pub(crate) fn join_row_deps(stmt: &Statement) -> Option<(Vec<RelName>, Vec<JoinR
 /// None for the whole read with `USING`/`NATURAL` (columns compared without being
 /// written) or MATCH ... AGAINST.
 pub(crate) fn join_columns(stmt: &Statement) -> Option<(Vec<RelName>, Vec<Columns>)> {
-    let Statement::Query(q) = stmt else { return None };
-    if q.with.is_some() {
-        return None;
-    }
-    let SetExpr::Select(sel) = q.body.as_ref() else { return None };
+    let sel = one_block(stmt)?;
     let mut entries = Vec::new();
     for (table, join) in from_tables(sel)? {
         if join.is_some_and(|j| matches!(j.constraint, JoinConstraint::Using(_) | JoinConstraint::Natural)) {
@@ -253,6 +245,18 @@ pub(crate) fn join_columns(stmt: &Statement) -> Option<(Vec<RelName>, Vec<Column
 
 /// The columns a read names of one table (None: any column).
 pub(crate) type Columns = Option<Vec<Arc<str>>>;
+
+/// The one SELECT block of a read without a CTE (None: another statement or shape).
+fn one_block(stmt: &Statement) -> Option<&Select> {
+    let Statement::Query(q) = stmt else { return None };
+    if q.with.is_some() {
+        return None;
+    }
+    match q.body.as_ref() {
+        SetExpr::Select(sel) => Some(sel),
+        _ => None,
+    }
+}
 
 /// How a FROM entry after the first of its list is joined.
 #[derive(Clone, Copy)]
