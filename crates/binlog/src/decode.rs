@@ -11,6 +11,7 @@ use mysql_async::consts::ColumnType;
 
 use crate::change::{Change, RowsKind, TableSchema, Value};
 use crate::ddl::{classify, QueryAction};
+use crate::images::{images, ColumnsInfo, Image, RowImages};
 use crate::meta::{Meta, TableMeta};
 
 /// MariaDB event types mysql_common does not know.
@@ -39,6 +40,8 @@ struct Mapped {
     schema: Option<Arc<TableSchema>>,
     /// Per column: an integer column to read as unsigned (signedness missing from the binlog).
     fix_unsigned: Vec<bool>,
+    /// What row images need per column (None: a column type unknown; mysql_common decodes).
+    cols: Option<ColumnsInfo>,
 }
 
 /// Result of one event.
@@ -184,7 +187,8 @@ impl Decoder {
                 _ => None,
             },
         };
-        self.tables.insert(id, Mapped { tme, db, table, schema, fix_unsigned });
+        let cols = ColumnsInfo::of(&tme);
+        self.tables.insert(id, Mapped { tme, db, table, schema, fix_unsigned, cols });
     }
 
     async fn rows(&mut self, ev: &Event, bulk_rows: usize) -> Vec<Change> {
@@ -307,15 +311,24 @@ fn decode_rows(
     m: &Mapped,
     schema: &TableSchema,
 ) -> Result<(Vec<Vec<Value>>, RowsKind), String> {
+    let fast = m.cols.as_ref().and_then(|c| images(re, c));
+    let images: Vec<RowImages<'_>> = match fast {
+        Some(rows) => rows.map_err(|e| e.to_string())?,
+        None => slow_images(re, m)?,
+    };
+    #[cfg(debug_assertions)]
+    if m.cols.is_some() {
+        // Checked against mysql_common's own decoding in every debug build (tests).
+        assert_eq!(format!("{images:?}"), format!("{:?}", slow_images(re, m)?), "row images differ");
+    }
     let ncols = schema.columns.len();
     let mut out = Vec::new();
     let mut changed = vec![false; ncols];
-    for item in re.rows(&m.tme) {
-        let (before, after) = item.map_err(|e| e.to_string())?;
+    for (before, after) in images {
         let pair = before.is_some() && after.is_some();
         for (img, bits) in [(before, re.columns_before_image()), (after, re.columns_after_image())] {
             let (Some(img), Some(bits)) = (img, bits) else { continue };
-            let mut vals = img.unwrap().into_iter();
+            let mut vals = img.into_iter();
             let mut row = Vec::with_capacity(ncols);
             for (i, c) in changed.iter_mut().enumerate() {
                 if !bits.get(i).is_some_and(|b| *b) {
@@ -344,6 +357,14 @@ fn decode_rows(
         _ => RowsKind::Update(changed.iter().enumerate().filter(|(_, c)| **c).map(|(i, _)| i).collect()),
     };
     Ok((out, kind))
+}
+
+/// The row images as mysql_common's `rows` decodes them (one named `Column` per value).
+fn slow_images<'s>(re: &'s RowsEventData<'s>, m: &'s Mapped) -> Result<Vec<RowImages<'s>>, String> {
+    let image = |r: Option<mysql_async::binlog::row::BinlogRow>| -> Option<Image<'s>> {
+        r.map(|r| r.unwrap().into_iter().collect())
+    };
+    re.rows(&m.tme).map(|item| item.map(|(b, a)| (image(b), image(a))).map_err(|e| e.to_string())).collect()
 }
 
 fn convert(v: BinlogValue<'_>, unsigned: bool, ty: Option<ColumnType>) -> Value {

@@ -31,6 +31,7 @@ pub mod feeds;
 mod follower;
 pub mod fresh;
 mod head;
+mod images;
 mod meta;
 mod position;
 mod session;
