@@ -42,6 +42,8 @@ struct Slot {
     alive: Weak<()>,
     conn: Option<Connection>,
     retry_at: Instant,
+    /// Whether the current streak of failed opens was logged (once per streak).
+    warned: bool,
 }
 
 thread_local! {
@@ -71,7 +73,7 @@ impl Inline {
                 Some(i) => i,
                 None => {
                     let alive = Arc::downgrade(&self.alive);
-                    slots.push(Slot { id: self.id, alive, conn: None, retry_at: Instant::now() });
+                    slots.push(Slot { id: self.id, alive, conn: None, retry_at: Instant::now(), warned: false });
                     slots.len() - 1
                 }
             };
@@ -81,11 +83,18 @@ impl Inline {
                     return None;
                 }
                 match self.open() {
-                    Ok(c) => slot.conn = Some(c),
+                    Ok(c) => {
+                        slot.conn = Some(c);
+                        slot.warned = false;
+                    }
                     Err(e) => {
-                        log::warn!(
-                            "SQLite: no inline read connection on this thread ({e}); reads use the reader threads"
-                        );
+                        if !slot.warned {
+                            log::warn!(
+                                "SQLite: no inline read connection on this thread ({e}); its reads use the \
+                                 reader threads, trying again every second"
+                            );
+                            slot.warned = true;
+                        }
                         slot.retry_at = Instant::now() + REOPEN_AFTER;
                         return None;
                     }
