@@ -53,7 +53,9 @@ async fn inline_reads_see_every_acknowledged_write() {
         t.await.unwrap();
     }
     let s = cs.stats();
-    assert_eq!(s.reads_inline, 400, "{s:?}");
+    // Every get inline, but for one that found the database busy (WAL readers hardly ever
+    // are; such a read goes to the reader threads and is not counted).
+    assert!(s.reads_inline >= 380, "{s:?}");
     assert_eq!(s.errors, 0, "{s:?}");
 }
 
@@ -73,6 +75,18 @@ async fn a_group_commit_fails_only_the_bad_write() {
     let cs = load(&db, "").await;
     let c = cs.default_container();
     let commits_before = cs.stats().commits;
+    // Another process holds the write lock for a moment: the writer thread waits for it
+    // (busy timeout) with the first write while the other 59 queue behind it.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let path = db.clone();
+    let holder = std::thread::spawn(move || {
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        locked_tx.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        other.execute_batch("COMMIT").unwrap();
+    });
+    locked_rx.recv().unwrap();
     let results = join_all(
         (0..60)
             .map(|i| {
@@ -86,6 +100,7 @@ async fn a_group_commit_fails_only_the_bad_write() {
             .collect(),
     )
     .await;
+    holder.join().unwrap();
     for (i, r) in &results {
         if i % 3 == 0 {
             assert!(matches!(r, Err(BackendError::Sql(m)) if m.contains("CHECK")), "write {i}: {r:?}");
@@ -97,7 +112,7 @@ async fn a_group_commit_fails_only_the_bad_write() {
     let n: i64 = peek.query_row("SELECT count(*) FROM demo WHERE c1 LIKE 'g%'", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 40);
     let commits = cs.stats().commits - commits_before;
-    assert!(commits < 40, "no write was grouped: {commits} commits for 40 writes");
+    assert!(commits <= 3, "the queued writes were not grouped: {commits} commits for 40 writes");
 }
 
 /// Polls every future until all are done (the crate has no `futures` dependency).
