@@ -3,8 +3,8 @@
 //! SQLite is in-process: a point read from the page cache takes a few microseconds,
 //! less than the two thread wake-ups of a trip to a reader lane and back. So a get runs
 //! its SELECTs on a read connection owned by the worker thread that asked (opened on
-//! its first get, kept in a thread-local, closed with the thread or when the backend is
-//! dropped).
+//! its first get, kept in a thread-local, closed with the thread or when a later backend
+//! first reads on it after this one was dropped).
 //!
 //! * Each read is its own autocommit transaction: it sees every commit made before it
 //!   began, so sqlcached's own acknowledged writes are always seen.
@@ -68,10 +68,12 @@ impl Inline {
     pub fn read(&self, m: &Mapping, keys: &[Vec<u8>]) -> Option<Result<OpResult, BackendError>> {
         SLOTS.with(|slots| {
             let mut slots = slots.try_borrow_mut().ok()?;
-            slots.retain(|s| s.alive.strong_count() > 0);
             let i = match slots.iter().position(|s| s.id == self.id) {
                 Some(i) => i,
                 None => {
+                    // A new backend on this thread (rare): the connections of dropped ones
+                    // close here, not on every read.
+                    slots.retain(|s| s.alive.strong_count() > 0);
                     let alive = Arc::downgrade(&self.alive);
                     slots.push(Slot { id: self.id, alive, conn: None, retry_at: Instant::now(), warned: false });
                     slots.len() - 1
