@@ -7,8 +7,10 @@
 //! per-column facts (type, metadata, signedness) are taken from the table map once
 //! ([`ColumnsInfo`]), and each row image is read directly: the NULL bitmap of the
 //! columns the event carries, then one value per non-NULL column, each decoded by
-//! mysql_common's own `BinlogValue` parser exactly as `rows` would. MySQL's partial JSON
-//! updates (PARTIAL_UPDATE_ROWS_EVENT) are left to mysql_common.
+//! mysql_common's own `BinlogValue` parser exactly as `rows` would, except one case
+//! mysql_common 0.37.3 gets wrong (a negative `TIME(1)`/`TIME(2)` with a fraction,
+//! [`time2_short_frac`]). MySQL's partial JSON updates (PARTIAL_UPDATE_ROWS_EVENT) are
+//! left to mysql_common.
 
 use std::io;
 
@@ -44,6 +46,35 @@ impl ColumnsInfo {
         }
         Some(ColumnsInfo(cols))
     }
+
+    /// Whether mysql_common decodes every value of this table right (no `TIME(1)` or
+    /// `TIME(2)` column, see [`time2_short_frac`]); debug builds compare with it then.
+    pub fn mysql_common_agrees(&self) -> bool {
+        !self.0.iter().any(|(ty, meta, _)| short_frac_time(*ty, meta))
+    }
+}
+
+/// A `TIME(1)` or `TIME(2)` column (MySQL 5.6+ / MariaDB `TIME2` format, 1 byte of fraction).
+fn short_frac_time(ty: ColumnType, meta: &[u8]) -> bool {
+    ty == ColumnType::MYSQL_TYPE_TIME2 && matches!(meta.first(), Some(1 | 2))
+}
+
+/// Decodes a `TIME2` value with one byte of fraction as MySQL's
+/// `my_time_packed_from_binary` does. mysql_common 0.37.3 keeps the fraction in a `u32`
+/// and subtracts 0x100 from it for a negative time (`-00:00:01.50` and the like): an
+/// overflow (a panic in debug builds, a huge wrong fraction in release), so a key column
+/// of that type would name the wrong row.
+fn time2_short_frac<'s>(buf: &mut ParseBuf<'s>) -> io::Result<BinlogValue<'s>> {
+    const TIMEF_INT_OFS: i64 = 0x80_0000;
+    let b = buf.checked_eat(4).ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "short TIME value"))?;
+    let mut int = i64::from(u32::from_be_bytes([0, b[0], b[1], b[2]])) - TIMEF_INT_OFS;
+    let mut frac = i64::from(b[3]);
+    if int < 0 && frac > 0 {
+        int += 1;
+        frac -= 0x100;
+    }
+    let packed = (int << 24) + frac * 10_000;
+    Ok(BinlogValue::Value(mysql_common::binlog::misc::time_from_packed(packed)))
 }
 
 /// A row image: the values of the columns the event carries, in column order.
@@ -96,6 +127,8 @@ fn image<'s>(data: &mut &'s [u8], present: &[bool], cols: &'s ColumnsInfo) -> io
         k += 1;
         if null {
             out.push(BinlogValue::Value(Value::NULL));
+        } else if short_frac_time(*ty, meta) {
+            out.push(time2_short_frac(&mut buf)?);
         } else {
             out.push(buf.parse::<BinlogValue<'s>>((*ty, meta.as_slice(), *unsigned, false))?);
         }

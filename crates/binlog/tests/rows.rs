@@ -144,8 +144,7 @@ fn rows_tables_and_metadata() {
 /// Every column type MariaDB logs, with NULLs, partial images (MINIMAL row image) and
 /// updates: images.rs decodes them value by value, and a debug build (this test) checks
 /// every event against mysql_common's own decoding (decode.rs panics on a difference).
-/// (Not a negative TIME with a fraction: mysql_common 0.37.3's `my_time_packed_from_binary`
-/// overflows on it, a panic in a debug build, a wrong value in release, on either path.)
+/// (Negative `TIME(1)`/`TIME(2)` values with a fraction: see the next test.)
 #[test]
 fn every_column_type_decodes_as_mysql_common_does() {
     if !have_mariadb() {
@@ -191,5 +190,41 @@ fn every_column_type_decodes_as_mysql_common_does() {
     sql.run("DELETE FROM shop.types");
     let (_, _, rows) = rows_of(&ch, "types");
     assert_eq!(rows.len(), 2);
+    drop(follower);
+}
+
+/// Negative times with a fraction, in each fraction width. mysql_common 0.37.3 overflows
+/// on `TIME(1)`/`TIME(2)` ones (its fraction is a `u32`: a panic in a debug build, a wrong
+/// value in release); images.rs decodes those itself, as MySQL does, so a TIME key names
+/// the row it should.
+#[test]
+fn negative_times_with_fractions_decode_as_mariadb_stores_them() {
+    if !have_mariadb() {
+        return;
+    }
+    let db = MariaDb::start();
+    let mut sql = Sql::connect(&db);
+    sql.run("CREATE DATABASE shop; CREATE TABLE shop.times (id INT PRIMARY KEY, t1 TIME(1), t2 TIME(2), t4 TIME(4), t6 TIME(6))");
+    let (follower, ch) = db.follow();
+    ch.until(T, |c| *c == Change::Connected);
+    sql.run(
+        "INSERT INTO shop.times VALUES (1, '-00:00:01.5', '-838:59:58.99', '-00:00:00.0001', '-01:02:03.000004'),
+           (2, '12:34:56.7', '-00:00:00.01', '-10:00:00.5', '838:59:59'), (3, '-00:00:01', '-00:00:01', NULL, '00:00:00')",
+    );
+    let (_, _, rows) = rows_of(&ch, "times");
+    let text = |v: &Value| match v {
+        Value::Other(s) => s.clone(),
+        Value::Null => "NULL".into(),
+        v => panic!("not a time: {v:?}"),
+    };
+    let got: Vec<Vec<String>> = rows.iter().map(|r| r[1..].iter().map(text).collect()).collect();
+    assert_eq!(
+        got,
+        [
+            ["-00:00:01.500000", "-838:59:58.990000", "-00:00:00.000100", "-01:02:03.000004"],
+            ["12:34:56.700000", "-00:00:00.010000", "-10:00:00.500000", "838:59:59.000000"],
+            ["-00:00:01.000000", "-00:00:01.000000", "NULL", "00:00:00.000000"],
+        ]
+    );
     drop(follower);
 }
