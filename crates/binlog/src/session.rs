@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use mysql_async::binlog::EventType;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts, OptsBuilder};
@@ -83,9 +83,31 @@ async fn follow(cfg: &Config, opts: &Opts, sink: impl Fn(Change), shared: &Share
     let mut state = State { resume: cfg.start.clone(), connected: false, ever_connected: false, reported_down: false };
     let mut backoff = Duration::from_millis(50);
     loop {
+        // A panic while following (an event nothing here can handle, or the sink's own
+        // code) must not end the thread, and with it every invalidation: the stream is
+        // dropped, everything is invalidated, and following starts again from the end of
+        // the binlog (not from the event that failed, which would fail again).
+        let run = std::panic::AssertUnwindSafe(session(cfg, opts, &mut state, &sink, shared)).catch_unwind();
         let end = tokio::select! {
-            end = session(cfg, opts, &mut state, &sink, shared) => end,
+            end = run => end,
             _ = stop.wait_for(|s| *s) => return,
+        };
+        let end = match end {
+            Ok(end) => end,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                let reason = format!("the follower failed ({what}); following again from the end of the binlog");
+                log::error!("binlog follower of {}: {reason}", cfg.backend);
+                state.resume = None;
+                shared.head.restart();
+                sink(Change::All { reason: reason.clone() });
+                // Retried with a growing backoff, in case it fails again at once.
+                End::NotStarted(reason)
+            }
         };
         let reason = match end {
             End::Gap(reason) => {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use binlog::{Change, RowsKind, Value};
@@ -226,5 +228,35 @@ fn negative_times_with_fractions_decode_as_mariadb_stores_them() {
             ["-00:00:01.000000", "-00:00:01.000000", "NULL", "00:00:00.000000"],
         ]
     );
+    drop(follower);
+}
+
+/// A panic while following (here the sink's own, on the first row change of `shop.boom`)
+/// does not end the follower thread: everything is invalidated (`All`, with the panic's
+/// message), the stream starts again from the end of the binlog, and later changes arrive.
+#[test]
+fn a_panic_while_following_invalidates_everything_and_follows_on() {
+    if !have_mariadb() {
+        return;
+    }
+    let db = MariaDb::start();
+    let mut sql = Sql::connect(&db);
+    sql.run("CREATE DATABASE shop; CREATE TABLE shop.boom (id INT PRIMARY KEY); CREATE TABLE shop.calm (id INT PRIMARY KEY)");
+    let fired = Arc::new(AtomicBool::new(false));
+    let once = fired.clone();
+    let (follower, ch) = db.follow_through(move |c| {
+        if is_rows_of(c, "boom") && !once.swap(true, SeqCst) {
+            panic!("the sink fails once");
+        }
+    });
+    ch.until(T, |c| *c == Change::Connected);
+    sql.run("INSERT INTO shop.boom VALUES (1)");
+    ch.until(T, |c| matches!(c, Change::All { reason } if reason.contains("the sink fails once")));
+    ch.until(T, |c| *c == Change::Connected);
+    assert!(fired.load(SeqCst));
+    sql.run("INSERT INTO shop.calm VALUES (1)");
+    let (_, _, rows) = rows_of(&ch, "calm");
+    assert_eq!(rows.len(), 1);
+    assert!(follower.stats().connected);
     drop(follower);
 }

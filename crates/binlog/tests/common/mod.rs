@@ -77,10 +77,17 @@ impl MariaDb {
     }
 
     pub fn follow(&self) -> (Follower, Changes) {
+        self.follow_through(|_| {})
+    }
+
+    /// [`MariaDb::follow`], calling `first` on every change before it is collected (on the
+    /// follower's thread, as a real sink runs).
+    pub fn follow_through(&self, first: impl Fn(&Change) + Send + 'static) -> (Follower, Changes) {
         let (tx, rx) = channel();
         let cfg =
             Config { backend: self.addr(), user: USER.into(), password: PASSWORD.into(), server_id: 4242, start: None };
         let f = Follower::spawn(cfg, move |c| {
+            first(&c);
             let _ = tx.send((Instant::now(), c));
         });
         (f, Changes { rx })
