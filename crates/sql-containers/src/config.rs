@@ -149,6 +149,10 @@ fn default_thread_conns() -> usize {
 fn default_thread_writers() -> usize {
     4
 }
+/// The longest `connect_timeout_ms` / `query_timeout_ms` (SQLite's busy timeout is an
+/// `int` of milliseconds).
+const MAX_TIMEOUT_MS: u64 = i32::MAX as u64;
+
 fn default_connect_timeout_ms() -> u64 {
     2000
 }
@@ -482,6 +486,12 @@ impl SqlConfig {
         if b.pool_size == 0 {
             return Err("backend.pool_size must be at least 1".into());
         }
+        // 0 would fail every statement at once; SQLite's busy timeout is an i32 of ms.
+        for (name, ms) in [("connect_timeout_ms", b.connect_timeout_ms), ("query_timeout_ms", b.query_timeout_ms)] {
+            if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
+                return Err(format!("backend.{name} must be 1..={MAX_TIMEOUT_MS} (about 24 days), not {ms}"));
+            }
+        }
         let o = &self.options;
         if o.separator.as_deref() == Some("") {
             return Err("options.separator must not be empty".into());
@@ -559,232 +569,4 @@ pub(crate) fn resolve_options(file: &OptionsConfig, plugin: &OptionsConfig) -> O
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugin::from_plugin_rows;
-
-    const FULL: &str = r#"
-[backend]
-kind = "sqlite"
-path = "/tmp/x.db"
-pool_size = 3
-plugin_tables = "off"
-synchronous = "normal"
-[backend.attach]
-test = "/tmp/test.db"
-
-[options]
-separator = ","
-r_batch_size = 10
-w_batch_size = 20
-bk_commit_interval = 2
-cache_ttl = 30
-
-[[container]]
-name = "default"
-schema = "test"
-table = "demo_test"
-key_column = "c1"
-value_columns = "c2|c3, c4"
-flags_column = "c5"
-cas_column = "c6"
-expire_column = "c7"
-unique_index = "PRIMARY"
-cache_ttl = 5
-policy = "caching"
-
-[[container]]
-name = "other"
-table = "t2"
-key_column = "k"
-value_columns = ["v"]
-policy = { get = "caching", delete = "disabled" }
-"#;
-
-    #[test]
-    fn toml_full_example() {
-        let cfg = SqlConfig::from_toml_str(FULL).unwrap();
-        assert_eq!(cfg.backend.kind, BackendKind::Sqlite);
-        assert_eq!(cfg.backend.pool_size, 3);
-        assert_eq!(cfg.backend.plugin_tables, PluginTables::Off);
-        assert_eq!(cfg.backend.synchronous, Synchronous::Normal);
-        assert_eq!(cfg.backend.attach["test"], PathBuf::from("/tmp/test.db"));
-        let defs = cfg.container_defs();
-        assert_eq!(defs.len(), 2);
-        assert_eq!(defs[0].value_columns, vec!["c2", "c3", "c4"]);
-        assert_eq!(defs[0].schema.as_deref(), Some("test"));
-        assert_eq!(defs[0].policy, Policy::all(CachePolicy::Caching));
-        assert_eq!(defs[0].cache_ttl, Some(5));
-        assert_eq!(defs[0].unique_index.as_deref(), Some("PRIMARY"));
-        assert_eq!(defs[1].value_columns, vec!["v"]);
-        assert_eq!(
-            defs[1].policy,
-            Policy {
-                get: CachePolicy::Caching,
-                set: CachePolicy::InnodbOnly,
-                delete: CachePolicy::Disabled,
-                flush: CachePolicy::InnodbOnly
-            }
-        );
-        assert_eq!(defs[1].schema, None);
-        let o = resolve_options(&cfg.options, &OptionsConfig::default());
-        assert_eq!(o.separator, ",");
-        assert_eq!(o.table_map_delimiter, ".");
-        assert_eq!((o.r_batch_size, o.w_batch_size), (10, 20));
-        assert_eq!(o.bk_commit_interval, Duration::from_secs(2));
-        assert_eq!(o.cache_ttl, 30);
-    }
-
-    #[test]
-    fn toml_mysql_minimal_and_defaults() {
-        let cfg =
-            SqlConfig::from_toml_str("[backend]\nkind = \"mariadb\"\nurl = \"mysql://u:p@127.0.0.1:3306/test\"\n")
-                .unwrap();
-        assert_eq!(cfg.backend.kind, BackendKind::Mysql);
-        assert_eq!(cfg.backend.pool_size, 4);
-        assert_eq!(cfg.backend.plugin_tables, PluginTables::Auto);
-        assert!(cfg.containers.is_empty());
-        let o = resolve_options(&cfg.options, &OptionsConfig::default());
-        assert_eq!(o, Options::default());
-    }
-
-    #[test]
-    fn toml_errors_are_clear() {
-        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\n").unwrap_err();
-        assert!(e.contains("backend.path"), "{e}");
-        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \":memory:\"\n").unwrap_err();
-        assert!(e.contains(":memory:"), "{e}");
-        let e = SqlConfig::from_toml_str("[backend]\nkind = \"oracle\"\npath = \"x\"\n").unwrap_err();
-        assert!(e.contains("oracle"), "{e}");
-        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\npoolsize = 3\n").unwrap_err();
-        assert!(e.contains("poolsize"), "{e}");
-        let e = SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\n[options]\nw_batch_size = 0\n")
-            .unwrap_err();
-        assert!(e.contains("w_batch_size"), "{e}");
-        let e = SqlConfig::from_toml_str(
-            "[backend]\nkind = \"sqlite\"\npath = \"x\"\n[[container]]\nname = \"a\"\ntable = \"t\"\nkey_column = \"k\"\nvalue_columns = \"v\"\npolicy = \"sometimes\"\n",
-        )
-        .unwrap_err();
-        assert!(e.contains("policy") || e.contains("variant"), "{e}");
-        let e =
-            SqlConfig::from_toml_str("[backend]\nkind = \"mysql\"\nurl = \"mysql://u@h/d\"\ninline_reads = false\n")
-                .unwrap_err();
-        assert!(e.contains("inline_reads is for SQLite only"), "{e}");
-        let cfg =
-            SqlConfig::from_toml_str("[backend]\nkind = \"sqlite\"\npath = \"x\"\ninline_reads = false\n").unwrap();
-        assert_eq!(cfg.backend.inline_reads, Some(false));
-    }
-
-    fn rec(pairs: &[(&str, Option<&str>)]) -> Record {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.map(str::to_string))).collect()
-    }
-
-    #[test]
-    fn plugin_rows_map_like_the_plugin() {
-        let rows = PluginRows {
-            containers: vec![
-                rec(&[
-                    ("name", Some("aaa")),
-                    ("db_schema", Some("test")),
-                    ("db_table", Some("demo_test")),
-                    ("key_columns", Some("c1")),
-                    ("value_columns", Some("c2,c21;c22|c23 c24")),
-                    ("flags", Some("c3")),
-                    ("cas_column", Some("c4")),
-                    ("expire_time_column", Some("c5")),
-                    ("unique_idx_name_on_key", Some("PRIMARY")),
-                ]),
-                rec(&[
-                    ("name", Some("bbb")),
-                    ("db_schema", Some("test")),
-                    ("db_table", Some("t2")),
-                    ("key_columns", Some("k")),
-                    ("value_columns", Some("v")),
-                    ("flags", Some("0")),
-                    ("cas_column", None),
-                    ("expire_time_column", Some("")),
-                    ("unique_idx_name_on_key", Some("k_idx")),
-                ]),
-            ],
-            cache_policies: vec![
-                rec(&[
-                    ("policy_name", Some("bbb")),
-                    ("get_policy", Some("caching")),
-                    ("set_policy", Some("CACHING")),
-                    ("delete_policy", Some("disabled")),
-                    ("flush_policy", Some("cache_only")),
-                ]),
-                rec(&[
-                    ("policy_name", Some("cache_policy")),
-                    ("get_policy", Some("innodb_only")),
-                    ("set_policy", Some("innodb_only")),
-                    ("delete_policy", Some("innodb_only")),
-                    ("flush_policy", Some("disabled")),
-                ]),
-            ],
-            config_options: vec![
-                rec(&[("name", Some("separator")), ("value", Some(";"))]),
-                rec(&[("name", Some("table_map_delimiter")), ("value", Some(":"))]),
-                rec(&[("name", Some("something_else")), ("value", Some("x"))]),
-            ],
-        };
-        let (defs, opts) = from_plugin_rows(&rows).unwrap();
-        assert_eq!(defs[0].value_columns, vec!["c2", "c21", "c22", "c23", "c24"]);
-        assert_eq!(defs[0].flags_column.as_deref(), Some("c3"));
-        assert_eq!(defs[0].expire_column.as_deref(), Some("c5"));
-        // aaa has no row of its own: the plugin's `cache_policy` row applies.
-        assert_eq!(defs[0].policy.flush, CachePolicy::Disabled);
-        assert_eq!(defs[0].policy.get, CachePolicy::InnodbOnly);
-        // bbb has a row named like it.
-        assert_eq!(defs[1].policy.get, CachePolicy::Caching);
-        assert_eq!(defs[1].policy.set, CachePolicy::Caching);
-        assert_eq!(defs[1].policy.delete, CachePolicy::Disabled);
-        assert_eq!(defs[1].policy.flush, CachePolicy::CacheOnly);
-        // "0", NULL and "" mean no column.
-        assert_eq!(
-            (defs[1].flags_column.clone(), defs[1].cas_column.clone(), defs[1].expire_column.clone()),
-            (None, None, None)
-        );
-        assert_eq!(opts.separator.as_deref(), Some(";"));
-        assert_eq!(opts.table_map_delimiter.as_deref(), Some(":"));
-        // The file wins over the plugin table, which wins over the default.
-        let file = OptionsConfig { separator: Some("#".into()), ..Default::default() };
-        let o = resolve_options(&file, &opts);
-        assert_eq!((o.separator.as_str(), o.table_map_delimiter.as_str()), ("#", ":"));
-    }
-
-    #[test]
-    fn plugin_policy_column_and_errors() {
-        let c = |extra: (&str, Option<&str>)| PluginRows {
-            containers: vec![rec(&[
-                ("name", Some("x")),
-                ("db_schema", Some("s")),
-                ("db_table", Some("t")),
-                ("key_columns", Some("k")),
-                ("value_columns", Some("v")),
-                extra,
-            ])],
-            cache_policies: vec![rec(&[
-                ("policy_name", Some("p1")),
-                ("get_policy", Some("cache_only")),
-                ("set_policy", Some("cache_only")),
-                ("delete_policy", Some("cache_only")),
-                ("flush_policy", Some("cache_only")),
-            ])],
-            config_options: vec![],
-        };
-        let (d, _) = from_plugin_rows(&c(("cache_policy", Some("p1")))).unwrap();
-        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
-        let e = from_plugin_rows(&c(("cache_policy", Some("nope")))).unwrap_err();
-        assert!(e.contains("'x'") && e.contains("nope"), "{e}");
-        // No row for it, no `cache_policy` row: the first row.
-        let (d, _) = from_plugin_rows(&c(("unused", None))).unwrap();
-        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
-        let mut two_keys = c(("unused", None));
-        two_keys.containers[0].insert("key_columns".into(), Some("k1,k2".into()));
-        assert!(from_plugin_rows(&two_keys).unwrap_err().contains("exactly one"));
-        let mut bad = c(("unused", None));
-        bad.cache_policies[0].insert("get_policy".into(), Some("always".into()));
-        assert!(from_plugin_rows(&bad).unwrap_err().contains("always"));
-    }
-}
+mod tests;
