@@ -324,9 +324,12 @@ impl Store {
         for kv in spaces.index.iter().take(n) {
             visited += 1;
             let (k, v) = kv.into_inner().map_err(err)?;
-            let seq = u64::from_be_bytes(k[..8].try_into().unwrap_or([0; 8]));
-            let size = u32::from_le_bytes(v[..4].try_into().unwrap_or([0; 4])) as u64;
-            let key = &v[4..];
+            let (Ok(seq), Some((size, key))) = (<[u8; 8]>::try_from(&k[..]), v.split_first_chunk::<4>()) else {
+                // Not an entry this code writes (damage fjall's checksums did not catch): drop it.
+                b.remove(&spaces.index, k.to_vec());
+                continue;
+            };
+            let (seq, size) = (u64::from_be_bytes(seq), u32::from_le_bytes(*size) as u64);
             let live = match spaces.data.get(key).map_err(err)? {
                 Some(rec) => Record::decode(&rec).map(|r| r.seq == seq).unwrap_or(true),
                 None => false,
