@@ -49,6 +49,7 @@ impl ColumnsInfo {
 
     /// Whether mysql_common decodes every value of this table right (no `TIME(1)` or
     /// `TIME(2)` column, see [`time2_short_frac`]); debug builds compare with it then.
+    #[cfg(debug_assertions)]
     pub fn mysql_common_agrees(&self) -> bool {
         !self.0.iter().any(|(ty, meta, _)| short_frac_time(*ty, meta))
     }
