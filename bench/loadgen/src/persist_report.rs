@@ -200,7 +200,7 @@ pub(crate) fn cmd_persist_report(a: &Args) {
                 }
             }
         };
-        goal("sqlcached-sync", 0.3, "sync sets, 50 writer connections (InnoDB memcached plugin: 0.26×)");
+        goal("sqlcached-sync", 0.5, "sync sets, 50 writer connections (issue 11; the persistence issue asked 0.3×, the InnoDB memcached plugin gets 0.26×)");
         goal("sqlcached-async", 0.8, "async sets");
         println!();
     }
