@@ -98,3 +98,122 @@ pub fn from_plugin_rows(rows: &PluginRows) -> Result<(Vec<ContainerDef>, Options
     }
     Ok((defs, opts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::resolve_options;
+
+    fn rec(pairs: &[(&str, Option<&str>)]) -> Record {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.map(str::to_string))).collect()
+    }
+
+    #[test]
+    fn plugin_rows_map_like_the_plugin() {
+        let rows = PluginRows {
+            containers: vec![
+                rec(&[
+                    ("name", Some("aaa")),
+                    ("db_schema", Some("test")),
+                    ("db_table", Some("demo_test")),
+                    ("key_columns", Some("c1")),
+                    ("value_columns", Some("c2,c21;c22|c23 c24")),
+                    ("flags", Some("c3")),
+                    ("cas_column", Some("c4")),
+                    ("expire_time_column", Some("c5")),
+                    ("unique_idx_name_on_key", Some("PRIMARY")),
+                ]),
+                rec(&[
+                    ("name", Some("bbb")),
+                    ("db_schema", Some("test")),
+                    ("db_table", Some("t2")),
+                    ("key_columns", Some("k")),
+                    ("value_columns", Some("v")),
+                    ("flags", Some("0")),
+                    ("cas_column", None),
+                    ("expire_time_column", Some("")),
+                    ("unique_idx_name_on_key", Some("k_idx")),
+                ]),
+            ],
+            cache_policies: vec![
+                rec(&[
+                    ("policy_name", Some("bbb")),
+                    ("get_policy", Some("caching")),
+                    ("set_policy", Some("CACHING")),
+                    ("delete_policy", Some("disabled")),
+                    ("flush_policy", Some("cache_only")),
+                ]),
+                rec(&[
+                    ("policy_name", Some("cache_policy")),
+                    ("get_policy", Some("innodb_only")),
+                    ("set_policy", Some("innodb_only")),
+                    ("delete_policy", Some("innodb_only")),
+                    ("flush_policy", Some("disabled")),
+                ]),
+            ],
+            config_options: vec![
+                rec(&[("name", Some("separator")), ("value", Some(";"))]),
+                rec(&[("name", Some("table_map_delimiter")), ("value", Some(":"))]),
+                rec(&[("name", Some("something_else")), ("value", Some("x"))]),
+            ],
+        };
+        let (defs, opts) = from_plugin_rows(&rows).unwrap();
+        assert_eq!(defs[0].value_columns, vec!["c2", "c21", "c22", "c23", "c24"]);
+        assert_eq!(defs[0].flags_column.as_deref(), Some("c3"));
+        assert_eq!(defs[0].expire_column.as_deref(), Some("c5"));
+        // aaa has no row of its own: the plugin's `cache_policy` row applies.
+        assert_eq!(defs[0].policy.flush, CachePolicy::Disabled);
+        assert_eq!(defs[0].policy.get, CachePolicy::InnodbOnly);
+        // bbb has a row named like it.
+        assert_eq!(defs[1].policy.get, CachePolicy::Caching);
+        assert_eq!(defs[1].policy.set, CachePolicy::Caching);
+        assert_eq!(defs[1].policy.delete, CachePolicy::Disabled);
+        assert_eq!(defs[1].policy.flush, CachePolicy::CacheOnly);
+        // "0", NULL and "" mean no column.
+        assert_eq!(
+            (defs[1].flags_column.clone(), defs[1].cas_column.clone(), defs[1].expire_column.clone()),
+            (None, None, None)
+        );
+        assert_eq!(opts.separator.as_deref(), Some(";"));
+        assert_eq!(opts.table_map_delimiter.as_deref(), Some(":"));
+        // The file wins over the plugin table, which wins over the default.
+        let file = OptionsConfig { separator: Some("#".into()), ..Default::default() };
+        let o = resolve_options(&file, &opts);
+        assert_eq!((o.separator.as_str(), o.table_map_delimiter.as_str()), ("#", ":"));
+    }
+
+    #[test]
+    fn plugin_policy_column_and_errors() {
+        let c = |extra: (&str, Option<&str>)| PluginRows {
+            containers: vec![rec(&[
+                ("name", Some("x")),
+                ("db_schema", Some("s")),
+                ("db_table", Some("t")),
+                ("key_columns", Some("k")),
+                ("value_columns", Some("v")),
+                extra,
+            ])],
+            cache_policies: vec![rec(&[
+                ("policy_name", Some("p1")),
+                ("get_policy", Some("cache_only")),
+                ("set_policy", Some("cache_only")),
+                ("delete_policy", Some("cache_only")),
+                ("flush_policy", Some("cache_only")),
+            ])],
+            config_options: vec![],
+        };
+        let (d, _) = from_plugin_rows(&c(("cache_policy", Some("p1")))).unwrap();
+        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
+        let e = from_plugin_rows(&c(("cache_policy", Some("nope")))).unwrap_err();
+        assert!(e.contains("'x'") && e.contains("nope"), "{e}");
+        // No row for it, no `cache_policy` row: the first row.
+        let (d, _) = from_plugin_rows(&c(("unused", None))).unwrap();
+        assert_eq!(d[0].policy, Policy::all(CachePolicy::CacheOnly));
+        let mut two_keys = c(("unused", None));
+        two_keys.containers[0].insert("key_columns".into(), Some("k1,k2".into()));
+        assert!(from_plugin_rows(&two_keys).unwrap_err().contains("exactly one"));
+        let mut bad = c(("unused", None));
+        bad.cache_policies[0].insert("get_policy".into(), Some("always".into()));
+        assert!(from_plugin_rows(&bad).unwrap_err().contains("always"));
+    }
+}
