@@ -260,3 +260,26 @@ fn a_panic_while_following_invalidates_everything_and_follows_on() {
     assert!(follower.stats().connected);
     drop(follower);
 }
+
+/// MariaDB's `SET STATEMENT var = value FOR <statement>` is logged with its prefix: the
+/// statement after FOR is what changed (a DDL, or DML in statement format), not a SET.
+#[test]
+fn set_statement_for_names_what_its_statement_changes() {
+    if !have_mariadb() {
+        return;
+    }
+    let db = MariaDb::start();
+    let mut sql = Sql::connect(&db);
+    sql.run("CREATE DATABASE shop; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT); CREATE TABLE shop.b (id INT PRIMARY KEY)");
+    let (follower, ch) = db.follow();
+    ch.until(T, |c| *c == Change::Connected);
+    sql.run("SET STATEMENT max_statement_time = 100 FOR ALTER TABLE shop.a ADD COLUMN w INT");
+    assert_eq!(ch.until(T, |c| matches!(c, Change::Table { .. })).pop().unwrap(), table("a"));
+    sql.run("SET SESSION binlog_format = 'STATEMENT'");
+    sql.run("SET STATEMENT lock_wait_timeout = 5 FOR UPDATE shop.a SET v = 1");
+    assert_eq!(ch.until(T, |c| matches!(c, Change::Table { .. })).pop().unwrap(), table("a"));
+    sql.run("SET SESSION binlog_format = 'ROW'");
+    sql.run("SET STATEMENT max_statement_time = 100 FOR DROP TABLE shop.b");
+    assert_eq!(ch.until(T, |c| matches!(c, Change::Table { .. })).pop().unwrap(), table("b"));
+    drop(follower);
+}
