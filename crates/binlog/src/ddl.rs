@@ -207,7 +207,9 @@ fn classify_tokens(db: &str, sql: &str, toks: Vec<Tok>, depth: u8) -> QueryActio
             _ => unsure(),
         },
         "SET" if p.kw(1, "PASSWORD") || p.kw(1, "DEFAULT") => all("privileges changed"),
-        "SET" | "DO" => QueryAction::Ignore,
+        "SET" => QueryAction::Ignore,
+        // A logged DO (statement format) is there for a side effect: a function that writes.
+        "DO" => unsure(),
         "TRUNCATE" => {
             p.eat("TABLE");
             done(p.table().map(|t| vec![t]))
@@ -488,6 +490,7 @@ mod tests {
     fn unsure_is_conservative() {
         assert!(matches!(changes("", "INSERT INTO t VALUES (1)")[0], Change::All { .. }));
         assert_eq!(changes("d", "CALL p()"), vec![Change::Database { db: "d".into() }]);
+        assert_eq!(changes("d", "DO f(1)"), vec![Change::Database { db: "d".into() }]);
         assert!(matches!(changes("d", "REVOKE SELECT ON *.* FROM u")[0], Change::All { .. }));
         assert_eq!(classify("d", "GRANT SELECT ON *.* TO u"), QueryAction::Ignore);
         assert_eq!(classify("d", "CREATE USER IF NOT EXISTS u"), QueryAction::Ignore);

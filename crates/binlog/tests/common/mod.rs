@@ -116,8 +116,14 @@ impl Sql {
     /// Runs statements separated by `;` (no `;` inside them).
     pub fn run(&mut self, sql: &str) {
         for s in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-            self.rt.block_on(self.conn.query_drop(s)).unwrap_or_else(|e| panic!("{s}: {e}"));
+            self.run_one(s);
         }
+    }
+
+    /// Runs one statement as it is (a compound one may hold `;`).
+    #[allow(dead_code)] // not every test file uses it
+    pub fn run_one(&mut self, s: &str) {
+        self.rt.block_on(self.conn.query_drop(s)).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
 }
 
