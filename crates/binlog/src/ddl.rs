@@ -464,20 +464,14 @@ mod tests {
             "",
         ];
         const WRITES: &[&str] = &["INSERT", "UPDATE", "DELETE", "REPLACE", "DROP", "ALTER", "TRUNCATE", "RENAME TABLE"];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut rng = crate::test_rng::Rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..50_000 {
-            let n = next() % 12;
-            let tail: Vec<&str> = (0..n).map(|_| WORDS[next() % WORDS.len()]).collect();
+            let n = rng.below(12);
+            let tail: Vec<&str> = (0..n).map(|_| WORDS[rng.below(WORDS.len())]).collect();
             let tail = tail.join(" ");
-            let _ = classify(["", "d"][next() % 2], &tail);
-            let verb = WRITES[next() % WRITES.len()];
-            let prefix = if next() % 3 == 0 { "SET STATEMENT x = 1 FOR " } else { "" };
+            let _ = classify(["", "d"][rng.below(2)], &tail);
+            let verb = WRITES[rng.below(WRITES.len())];
+            let prefix = if rng.below(3) == 0 { "SET STATEMENT x = 1 FOR " } else { "" };
             let sql = format!("{prefix}{verb} {tail}");
             match classify("d", &sql) {
                 QueryAction::Changes(c) => assert!(!c.is_empty(), "{sql}"),

@@ -189,6 +189,7 @@ fn image<'s>(data: &mut &'s [u8], present: &[bool], cols: &'s ColumnsInfo) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     /// Every column type mysql_common knows (and a few it does not), for the property test.
     const TYPES: &[ColumnType] = {
@@ -229,23 +230,6 @@ mod tests {
             MYSQL_TYPE_GEOMETRY,
         ]
     };
-
-    /// xorshift64*: a fixed sequence, so a failure names its case.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn bytes(&mut self, n: usize) -> Vec<u8> {
-            (0..n).map(|_| self.next() as u8).collect()
-        }
-    }
 
     /// Plausible metadata for `ty` (what a table map carries), or random bytes of a random
     /// length (a damaged one).

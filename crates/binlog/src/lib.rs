@@ -37,6 +37,8 @@ mod position;
 mod session;
 mod state;
 mod template;
+#[cfg(test)]
+mod test_rng;
 
 pub use change::{Change, RowsKind, TableSchema, Value};
 pub use follower::Follower;

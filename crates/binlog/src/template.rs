@@ -251,18 +251,12 @@ mod tests {
     /// parses back to the same template; rendering never panics.
     #[test]
     fn arbitrary_templates_round_trip() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = crate::test_rng::Rng(0x2545_f491_4f6c_dd1d);
         let alphabet: Vec<char> = "ab{}|:_ lowerupperid()md5é\u{1}".chars().collect();
         let row = [Value::UInt(7), Value::Bytes(b"x".to_vec()), Value::Other("2026-11-26".into())];
         for _ in 0..50_000 {
-            let len = (seed % 24) as usize;
-            let mut s = String::new();
-            for _ in 0..len {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                s.push(alphabet[(seed % alphabet.len() as u64) as usize]);
-            }
+            let len = rng.below(24);
+            let s: String = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
             if let Ok(t) = KeyTemplate::parse(&s) {
                 let again = KeyTemplate::parse(&t.to_string()).unwrap_or_else(|e| panic!("{s:?} -> {t} -> {e}"));
                 assert_eq!(again, t, "{s:?}");

@@ -121,7 +121,6 @@ impl Sql {
     }
 
     /// Runs one statement as it is (a compound one may hold `;`).
-    #[allow(dead_code)] // not every test file uses it
     pub fn run_one(&mut self, s: &str) {
         self.rt.block_on(self.conn.query_drop(s)).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
