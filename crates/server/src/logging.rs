@@ -82,6 +82,29 @@ pub fn init(verbose: u32, format: LogFormat) {
     }
 }
 
+/// Route panic reports through the log: one line (one JSON object with `--log-format json`)
+/// naming the thread, the message and where, instead of Rust's default multi-line text that
+/// a log pipeline cannot parse. A panic in a connection's task or in the binlog follower is
+/// caught and survived; this makes its report look like the rest of the log. A backtrace
+/// follows when `RUST_BACKTRACE` asks for one, as with the default hook.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| log::error!(target: "sqlcached", "{}", panic_report(info))));
+}
+
+/// The text of a panic's log line: `panic in thread 'NAME' at FILE:LINE:COL: MESSAGE`.
+fn panic_report(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("<unnamed>");
+    let msg = info.payload_as_str().unwrap_or("(a non-text panic payload)");
+    let at = info.location().map_or_else(|| "an unknown place".to_string(), |l| l.to_string());
+    let mut line = format!("panic in thread '{name}' at {at}: {msg}");
+    let bt = std::backtrace::Backtrace::capture();
+    if bt.status() == std::backtrace::BacktraceStatus::Captured {
+        line.push_str(&format!("\nbacktrace:\n{bt}"));
+    }
+    line
+}
+
 /// The current UTC time as RFC 3339 with milliseconds.
 fn rfc3339_now() -> String {
     let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -105,7 +128,23 @@ fn rfc3339(secs: i64, millis: u32) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::rfc3339;
+    use super::{panic_report, rfc3339};
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_panic_report_names_thread_place_and_message() {
+        static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let old = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|info| SEEN.lock().unwrap().push(panic_report(info))));
+        let t = std::thread::Builder::new().name("reporter-test".into()).spawn(|| panic!("boom {}", 42));
+        let joined = t.unwrap().join();
+        std::panic::set_hook(old);
+        assert!(joined.is_err());
+        let seen = SEEN.lock().unwrap();
+        let line = seen.iter().find(|l| l.contains("reporter-test")).expect("the hook saw the panic");
+        assert!(line.starts_with("panic in thread 'reporter-test' at crates/server/src/logging.rs:"), "{line}");
+        assert!(line.contains(": boom 42"), "{line}");
+    }
 
     #[test]
     fn timestamps() {

@@ -34,6 +34,7 @@ fn run(cfg: Config) -> Result<(), (String, i32)> {
     // Before any thread exists: fork and wait in the parent.
     let daemon = if cfg.daemonize { Some(unix::daemonize().map_err(os)?) } else { None };
     logging::init(cfg.verbose, cfg.log_format);
+    logging::install_panic_hook();
     block_signals();
     // Its one error is memcached's own line (too many -c for the open-files limit).
     unix::apply_process_options(&cfg).map_err(|e| (e.to_string(), 71))?;
