@@ -32,7 +32,7 @@
 #
 # Environment: THREADS ("1 2 4 8 16") DURATION (10 s) WARMUP (2 s, an unmeasured run before each point) WORKLOADS ("oltp_point_select
 #   oltp_read_only") CONFIGS ("off on proxy") TABLES (4) TABLE_SIZE (100000) WRITE_RATE (65)
-#   SERVER_THREADS (2, sqlcached -t) PROXY_CACHE_SIZE (256m) QC_SIZE (64M) PS_MODE (auto)
+#   SERVER_THREADS (4, sqlcached -t: its default) PROXY_CACHE_SIZE (256m) QC_SIZE (64M) PS_MODE (auto)
 #   SKIP_TRX (on) BUFFER_POOL (512M) SQLCACHED_BIN (target/release/sqlcached, built if missing)
 #   SB_ARGS (more sysbench options for every run, e.g. "--range_selects=off": oltp_read_only's
 #   transactions of 10 point selects only)
@@ -60,7 +60,7 @@ CONFIGS=${CONFIGS:-"off on proxy"}
 TABLES=${TABLES:-4}
 TABLE_SIZE=${TABLE_SIZE:-100000}
 WRITE_RATE=${WRITE_RATE:-65}
-SERVER_THREADS=${SERVER_THREADS:-2}
+SERVER_THREADS=${SERVER_THREADS:-4}
 PROXY_CACHE_SIZE=${PROXY_CACHE_SIZE:-256m}
 QC_SIZE=${QC_SIZE:-64M}
 PS_MODE=${PS_MODE:-auto}
