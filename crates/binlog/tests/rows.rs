@@ -308,3 +308,30 @@ fn do_of_a_writing_function_changes_its_database() {
     assert!(matches!(seen.last(), Some(Change::Database { db }) if db == "shop"), "{seen:?}");
     drop(follower);
 }
+
+/// MariaDB runs an anonymous compound statement (`BEGIN NOT ATOMIC ... END`, statement
+/// format) and logs each statement it ran, not the block: the follower never sees a QUERY
+/// event starting with `BEGIN NOT ATOMIC` (which ddl.rs would take for a transaction start)
+/// and reports the table the block wrote. Checked here so a MariaDB that logged the block
+/// itself would fail this test instead of leaving cached results stale.
+#[test]
+fn a_compound_statement_is_logged_as_the_statements_it_ran() {
+    if !have_mariadb() {
+        return;
+    }
+    let db = MariaDb::start();
+    let mut sql = Sql::connect(&db);
+    sql.run("CREATE DATABASE shop; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT); INSERT INTO shop.a VALUES (1, 0)");
+    let (follower, ch) = db.follow();
+    ch.until(T, |c| *c == Change::Connected);
+    sql.run("SET SESSION binlog_format = 'STATEMENT'; USE shop");
+    sql.run_one("BEGIN NOT ATOMIC UPDATE shop.a SET v = v + 1 WHERE id = 1; END");
+    let seen = ch.until(T, |c| matches!(c, Change::Table { .. } | Change::Database { .. } | Change::All { .. }));
+    let named = |c: &Change| match c {
+        Change::Table { db, .. } | Change::Database { db } => db == "shop",
+        Change::All { .. } => true,
+        _ => false,
+    };
+    assert!(seen.last().is_some_and(named), "{seen:?}");
+    drop(follower);
+}
