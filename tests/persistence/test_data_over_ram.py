@@ -2,7 +2,7 @@
 everything, and reads that miss memory are served from disk (before and after a restart)."""
 import time
 
-from pclient import Conn, make_value, parse_value
+from pclient import Conn, make_value, parse_value, wait_for
 
 N = 10_000
 SIZE = 4096  # 10_000 x 4 KB = 40 MB = 5x -m 8
@@ -69,3 +69,33 @@ def test_five_times_more_data_than_memory(persistent):
     srv.sigkill()
     srv = persistent.restart(srv)
     check_all(srv.port)
+
+
+def test_disk_items_counts_keys_only_on_disk_exactly(persistent):
+    """`disk_items` stays the number of keys the tier holds while most of them are only on
+    disk: an overwrite of an evicted key counts once, a new key counts (once, even when set
+    twice in one pipeline), a delete uncounts, before and after a restart."""
+    m = 4000  # 4,000 x 4 KB = 16 MB = 2x -m 8
+    srv = persistent.start("-m", "8", "--durability", "sync")
+    with Conn(srv.port) as c:
+        assert c.set_many((key(i), make_value(key(i), 1, SIZE), i) for i in range(m)) == m
+        st = c.stats()
+        assert int(st["evictions"]) > 0, "16 MB into -m 8 must evict from memory"
+        # Overwrite every key, most of them only on disk by now.
+        assert c.set_many((key(i), make_value(key(i), 2, SIZE), i) for i in range(m)) == m
+        assert wait_for(lambda: int(c.stats()["disk_items"]) == m), c.stats()["disk_items"]
+        # New keys count, and a set twice in one pipeline counts once.
+        fresh = [(key(i), make_value(key(i), 2, SIZE), i) for i in range(m, m + 100)]
+        assert c.set_many(fresh + fresh) == 200
+        for i in range(50):
+            assert c.cmd(f"delete {key(i)}") == b"DELETED"
+        assert c.cmd(f"delete {key(m + 1000)}") == b"NOT_FOUND"
+        want = m + 100 - 50
+        assert wait_for(lambda: int(c.stats()["disk_items"]) == want), c.stats()["disk_items"]
+    assert srv.terminate() == 0
+    srv = persistent.restart(srv)
+    with Conn(srv.port) as c:
+        assert int(c.stats()["disk_items"]) == want
+        got = c.get_multi(key(i) for i in range(m + 100))
+        assert len(got) == want
+        assert all(parse_value(k, v) == 2 for k, (_, v) in got.items())
