@@ -125,3 +125,31 @@ def test_bad_timeout_values_are_refused_at_start(mariadb, bad):
                         f"127.0.0.1:{free_port()}", "--mysql-backend", f"127.0.0.1:{mariadb.port}",
                         "--mysql-connect-timeout", bad], capture_output=True, text=True, timeout=30)
     assert p.returncode != 0 and "--mysql-connect-timeout" in p.stderr, p.stderr
+
+
+def test_a_client_that_leaves_before_logging_in_is_an_aborted_connect(mariadb):
+    """A TCP probe (connect, read nothing or the greeting, close) and a client that sends a
+    garbage login are aborted connects, as MariaDB counts them, not backend errors (found
+    as `mysql_backend_errors 1` after every bench run: the bench's port probe)."""
+    with start_proxy(mariadb, online=False) as px:
+        st = px.stats()
+        aborted, backend = int(st["mysql_aborted_connects"]), int(st["mysql_backend_errors"])
+        socket.create_connection(("127.0.0.1", px.mysql_port), timeout=10).close()
+        s = socket.create_connection(("127.0.0.1", px.mysql_port), timeout=10)
+        greeting(s)
+        s.close()
+        s = socket.create_connection(("127.0.0.1", px.mysql_port), timeout=10)
+        greeting(s)
+        s.sendall(b"\x05\x00\x00\x01hello")  # a login packet too short to be one
+        err_of(s, 5)
+        s.close()
+        deadline = time.monotonic() + 10
+        while int(px.stats()["mysql_aborted_connects"]) < aborted + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        st = px.stats()
+        # (At least: the harness's own readiness probe may be counted after `aborted` was read.)
+        assert int(st["mysql_aborted_connects"]) >= aborted + 3, st["mysql_aborted_connects"]
+        assert int(st["mysql_backend_errors"]) == backend, st["mysql_backend_errors"]
+        # The proxy still logs clients in.
+        conn = pymysql.connect(host="127.0.0.1", port=px.mysql_port, user=mariadb.user, password=mariadb.password)
+        conn.close()

@@ -34,14 +34,9 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
         Err(_) => {
             let secs = proxy.connect_timeout.as_secs();
             let _ = client.write(&errors::bad_handshake(2, &format!("login not complete within {secs} s"))).await;
-            Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "login timed out"))
+            Err(RelayError::Client(std::io::Error::new(std::io::ErrorKind::TimedOut, "login timed out")))
         }
     };
-    if let Err(e) = &login {
-        if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::InvalidData) {
-            proxy.counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     client.set_limit(MAX_MESSAGE);
     client.set_read_timeout(proxy.net_read_timeout);
     match login {
@@ -64,9 +59,15 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
             proxy.backend_reached(false);
             proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
         }
-        Err(e) => {
+        // As MariaDB counts them: a client that left, stalled or sent garbage before its login
+        // was done (a port probe, a health check that only connects) is an aborted connect.
+        Err(RelayError::Client(e)) => {
+            proxy.counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
+            log::debug!("mysql proxy: client login not completed: {e}");
+        }
+        Err(RelayError::Backend(e)) => {
             proxy.counters.backend_errors.fetch_add(1, Ordering::Relaxed);
-            log::debug!("mysql proxy: handshake failed: {e}");
+            log::debug!("mysql proxy: backend failed during a login: {e}");
         }
     }
     proxy.counters.connections.fetch_sub(1, Ordering::Relaxed);
@@ -156,7 +157,7 @@ impl Conn {
                     match handshake::relay_auth(&mut self.client, &mut self.server, 0).await {
                         Ok(Some(status)) => self.change_user(new, status),
                         Ok(None) => {}
-                        Err(e) => return Err(RelayError::Backend(e)),
+                        Err(e) => return Err(e),
                     }
                     continue;
                 }

@@ -27,7 +27,8 @@ pub struct Counters {
     pub connections: AtomicU64,
     /// Backend connections that failed or broke.
     pub backend_errors: AtomicU64,
-    /// Logins closed for taking too long or sending too much (MariaDB's `Aborted_connects`).
+    /// Logins not completed: the client left, stalled past the connect timeout or sent a bad
+    /// or oversized login (MariaDB's `Aborted_connects`).
     pub aborted_connects: AtomicU64,
     /// Logged-in clients closed for stalling mid-command (MariaDB's `Aborted_clients`).
     pub aborted_clients: AtomicU64,

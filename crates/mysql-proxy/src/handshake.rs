@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 
 use crate::counters::Counters;
 use crate::errors::{self, err_packet};
+use crate::relay::RelayError;
 use crate::tls::ProxyTls;
 use crate::wire::{first_payload, Wire};
 use protocol_mysql::reply::status_of;
@@ -77,24 +78,32 @@ pub enum Outcome {
 }
 
 /// Connects to `backend` and runs the handshake and authentication for `client`, with
-/// TLS on either link as `tls` says.
-pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counters: &Counters) -> io::Result<Outcome> {
+/// TLS on either link as `tls` says. An error says which side failed: a client that goes
+/// away or sends garbage during its login is an aborted connect (as MariaDB counts it),
+/// not a backend error.
+pub async fn establish(
+    client: &mut Wire,
+    backend: &str,
+    tls: &ProxyTls,
+    counters: &Counters,
+) -> Result<Outcome, RelayError> {
+    use RelayError::{Backend, Client};
     let sock = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return refuse_before_greeting(client, backend, &e.to_string()).await,
-        Err(_) => return refuse_before_greeting(client, backend, "timed out").await,
+        Ok(Err(e)) => return Ok(refuse_before_greeting(client, backend, &e.to_string()).await),
+        Err(_) => return Ok(refuse_before_greeting(client, backend, "timed out").await),
     };
     let _ = sock.set_nodelay(true);
     let mut server = Wire::new(sock);
     // A hung backend (stopped, overloaded) accepts the TCP connection in the kernel but
     // never greets: answer the client with an error instead of hanging with it.
     let mut greeting = match tokio::time::timeout(CONNECT_TIMEOUT, server.read_raw()).await {
-        Ok(g) => g?,
-        Err(_) => return refuse_before_greeting(client, backend, "no greeting within 5 s: the server hangs").await,
+        Ok(g) => g.map_err(Backend)?,
+        Err(_) => return Ok(refuse_before_greeting(client, backend, "no greeting within 5 s: the server hangs").await),
     };
     let payload_at = 4;
     if greeting.get(payload_at) == Some(&0xff) {
-        client.write(&greeting).await?; // e.g. too many connections, host blocked
+        client.write(&greeting).await.map_err(Client)?; // e.g. too many connections, host blocked
         return Ok(Outcome::Closed);
     }
     let server_caps;
@@ -103,26 +112,27 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
     let backend_offers_tls;
     {
         let payload = &mut greeting[payload_at..];
-        backend_offers_tls = HandshakeV10::parse(payload).map_err(invalid)?.capabilities & CLIENT_SSL != 0;
+        let bad = |e| Backend(invalid(e));
+        backend_offers_tls = HandshakeV10::parse(payload).map_err(bad)?.capabilities & CLIENT_SSL != 0;
         // The client is offered the proxy's TLS, not the backend's.
         let offer = if tls.acceptor.is_some() { CLIENT_SSL } else { 0 };
-        rewrite_handshake_capabilities(payload, CLEARED, offer).map_err(invalid)?;
-        rewrite_handshake_mariadb_capabilities(payload, CLEARED_MARIADB).map_err(invalid)?;
-        let hs = HandshakeV10::parse(payload).map_err(invalid)?;
+        rewrite_handshake_capabilities(payload, CLEARED, offer).map_err(bad)?;
+        rewrite_handshake_mariadb_capabilities(payload, CLEARED_MARIADB).map_err(bad)?;
+        let hs = HandshakeV10::parse(payload).map_err(bad)?;
         server_caps = hs.capabilities;
         server_ext = hs.mariadb_capabilities();
         server_version = String::from_utf8_lossy(hs.server_version).into_owned();
     }
-    client.write(&greeting).await?;
+    client.write(&greeting).await.map_err(Client)?;
 
     let mut response = match client.read_raw().await {
         Ok(r) => r,
         Err(e) if e.kind() == io::ErrorKind::InvalidData => {
             // Larger than a login can be (client.set_limit): refused from its header.
-            client.write(&errors::bad_handshake(2, "login packet too large")).await?;
-            return Err(e);
+            client.write(&errors::bad_handshake(2, "login packet too large")).await.map_err(Client)?;
+            return Err(Client(e));
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(Client(e)),
     };
     let mut seq = response.get(3).copied().unwrap_or(1);
     // Sequence numbers the SSLRequests took on each link.
@@ -131,7 +141,7 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
         let Some(acceptor) = &tls.acceptor else {
             let msg = "TLS between the client and sqlcached's MySQL proxy is not configured: connect without TLS, \
                        or start sqlcached with --mysql-tls-cert and --mysql-tls-key";
-            return refuse(client, seq, errors::NOT_SUPPORTED, b"08004", msg, server_caps).await;
+            return refuse(client, seq, errors::NOT_SUPPORTED, b"08004", msg, server_caps).await.map_err(Client);
         };
         counters.ssl_accepts.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = client.accept_tls(acceptor).await {
@@ -142,15 +152,15 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
         }
         counters.ssl_finished_accepts.fetch_add(1, Ordering::Relaxed);
         client_shift = 1;
-        response = client.read_raw().await?;
+        response = client.read_raw().await.map_err(Client)?;
         seq = response.get(3).copied().unwrap_or(2);
     }
     if response.len() < 4 + 32 {
-        return Err(invalid("short handshake response"));
+        return Err(Client(invalid("short handshake response")));
     }
-    rewrite_response_capabilities(&mut response[4..], CLEARED, CLEARED_MARIADB).map_err(invalid)?;
+    rewrite_response_capabilities(&mut response[4..], CLEARED, CLEARED_MARIADB).map_err(|e| Client(invalid(e)))?;
     let mut login = {
-        let r = HandshakeResponse41::parse(first_payload(&response)).map_err(invalid)?;
+        let r = HandshakeResponse41::parse(first_payload(&response)).map_err(|e| Client(invalid(e)))?;
         let client_ext = r.mariadb_capabilities();
         Login {
             user: r.user.to_vec(),
@@ -178,26 +188,26 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
                 format!("backend {backend} does not offer TLS and --mysql-backend-tls is set"),
                 format!("the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)"),
             );
-            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await.map_err(Client);
         }
         // The SSLRequest: the first 32 bytes of the client's response, with CLIENT_SSL.
         let mut ssl_request = vec![32, 0, 0, 1];
         ssl_request.extend_from_slice(&response[4..36]);
         let caps = u32::from_le_bytes([ssl_request[4], ssl_request[5], ssl_request[6], ssl_request[7]]) | CLIENT_SSL;
         ssl_request[4..8].copy_from_slice(&caps.to_le_bytes());
-        server.write(&ssl_request).await?;
+        server.write(&ssl_request).await.map_err(Backend)?;
         if let Err(e) = server.connect_tls(connector, name.clone()).await {
             let msg = backend_refused(
                 format!("TLS to backend {backend} failed: {e}"),
                 format!("TLS to the MySQL backend {backend} failed: {e}"),
             );
-            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await.map_err(Client);
         }
         response[4..8].copy_from_slice(&caps.to_le_bytes());
         backend_shift = 1;
     }
     response[3] = 1 + backend_shift;
-    server.write(&response).await?;
+    server.write(&response).await.map_err(Backend)?;
     match relay_auth(client, &mut server, client_shift.wrapping_sub(backend_shift)).await? {
         Some(status) => {
             login.status = status;
@@ -211,23 +221,24 @@ pub async fn establish(client: &mut Wire, backend: &str, tls: &ProxyTls, counter
 /// both forwarded to the client. Used at login and for COM_CHANGE_USER. `shift` is added
 /// to the sequence number of each packet toward the client (and taken from those toward
 /// the backend): the client's SSLRequest minus the proxy's, at login; 0 otherwise.
-pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> io::Result<Option<u16>> {
+pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> Result<Option<u16>, RelayError> {
+    use RelayError::{Backend, Client};
     loop {
         if client.buffered().len() > crate::wire::MAX_LOGIN_MESSAGE {
-            client.write(&errors::bad_handshake(0, "authentication data too large")).await?;
-            return Err(invalid("authentication data too large"));
+            client.write(&errors::bad_handshake(0, "authentication data too large")).await.map_err(Client)?;
+            return Err(Client(invalid("authentication data too large")));
         }
         while let Some(len) = complete_packet(client.buffered()) {
             let mut bytes = client.buffered()[..len].to_vec();
             client.consume(len);
             bytes[3] = bytes[3].wrapping_sub(shift);
-            server.write(&bytes).await?;
+            server.write(&bytes).await.map_err(Backend)?;
         }
         while let Some(len) = complete_packet(server.buffered()) {
             let mut bytes = server.buffered()[..len].to_vec();
             server.consume(len);
             bytes[3] = bytes[3].wrapping_add(shift);
-            client.write(&bytes).await?;
+            client.write(&bytes).await.map_err(Client)?;
             let payload = first_payload(&bytes);
             match payload.first() {
                 Some(0x00) => return Ok(Some(status_of(payload, false).0)),
@@ -236,8 +247,8 @@ pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> io::
             }
         }
         tokio::select! {
-            r = client.fill() => r?,
-            r = server.fill() => r?,
+            r = client.fill() => r.map_err(Client)?,
+            r = server.fill() => r.map_err(Backend)?,
         }
     }
 }
@@ -260,12 +271,13 @@ fn complete_packet(buf: &[u8]) -> Option<usize> {
 
 /// Tells a client that just connected that the backend is unreachable (an ERR packet in
 /// place of the greeting, as servers do for "too many connections").
-async fn refuse_before_greeting(client: &mut Wire, backend: &str, why: &str) -> io::Result<Outcome> {
+/// The backend is down either way: a client that cannot be told changes nothing.
+async fn refuse_before_greeting(client: &mut Wire, backend: &str, why: &str) -> Outcome {
     let msg = format!("Can't connect to MySQL backend {backend} ({why})");
     let mut out = Vec::new();
     err_packet(&mut out, 0, errors::CONNECT_FAILED, b"HY000", &msg, 0);
-    client.write(&out).await?;
-    Ok(Outcome::BackendDown)
+    let _ = client.write(&out).await;
+    Outcome::BackendDown
 }
 
 fn invalid(e: impl std::fmt::Display) -> io::Error {
