@@ -63,7 +63,9 @@ case "$cmd" in
 start)
     [ -n "$port" ] || usage
     ensure_installed
-    mkdir -p "$dir"
+    # Its own tmpdir: servers started side by side (parallel tests) each name their temporary
+    # tables after their pid, and one bootstrap was seen failing on another's /tmp files.
+    mkdir -p "$dir/tmp"
     dir=$(cd "$dir" && pwd)
     if alive; then
         echo "mariadb.sh: already running in $dir" >&2
@@ -71,14 +73,14 @@ start)
         if [ ! -d "$dir/data/mysql" ]; then
             rm -rf "$dir/data"
             "$(find_bin mariadb-install-db mysql_install_db)" --no-defaults --datadir="$dir/data" --user="$(id -un)" \
-                --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve \
+                --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve --tmpdir="$dir/tmp" \
                 >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
         fi
         # setsid: the server outlives this script and ignores the caller's signals.
         setsid "$(find_bin mariadbd mysqld)" --no-defaults \
             --datadir="$dir/data" --user="$(id -un)" \
             --port="$port" --bind-address=127.0.0.1 --socket="$(sock)" \
-            --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" \
+            --pid-file="$dir/mysqld.pid" --log-error="$dir/error.log" --tmpdir="$dir/tmp" \
             --log-bin="$dir/data/binlog" --binlog-format=ROW --binlog-row-metadata=FULL --server-id=1 \
             --skip-name-resolve --innodb-buffer-pool-size=64M --innodb-log-file-size=16M \
             --innodb-flush-log-at-trx-commit=1 --max-connections=200 \

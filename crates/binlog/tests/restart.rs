@@ -22,8 +22,7 @@ fn restart_reconnects_and_resumes() {
     let db = MariaDb::start();
     let mut sql = Sql::connect(&db);
     sql.run("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT)");
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run("INSERT INTO shop.t VALUES (1, 1)");
     ch.until(T, |c| has_row(c, 1));
     drop(sql);

@@ -49,8 +49,7 @@ fn rows_tables_and_metadata() {
          CREATE TABLE shop.ubig (id BIGINT UNSIGNED PRIMARY KEY, n INT);
          CREATE TABLE shop.comp (a INT, b VARCHAR(10), v INT, PRIMARY KEY (b, a))",
     );
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
 
     // int + varchar, multi-row insert, update (before and after image), delete.
     sql.run("INSERT INTO shop.ints VALUES (1, 'one'), (2, 'two')");
@@ -162,8 +161,7 @@ fn every_column_type_decodes_as_mysql_common_does() {
            ch CHAR(5), vc VARCHAR(300), bn BINARY(4), vb VARBINARY(10), tx TEXT, bl BLOB,
            en ENUM('a','b'), st SET('x','y'), bt BIT(10), js JSON, lt LONGTEXT)",
     );
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run(
         "INSERT INTO shop.types VALUES (1, -1, 255, -300, 65535, -8000000, 16777215, -9000000000,
            18446744073709551615, -12345.678901, 1.5, -2.25, '2024-02-29', '2024-02-29 12:34:56.123456',
@@ -207,8 +205,7 @@ fn negative_times_with_fractions_decode_as_mariadb_stores_them() {
     let db = MariaDb::start();
     let mut sql = Sql::connect(&db);
     sql.run("CREATE DATABASE shop; CREATE TABLE shop.times (id INT PRIMARY KEY, t1 TIME(1), t2 TIME(2), t4 TIME(4), t6 TIME(6))");
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run(
         "INSERT INTO shop.times VALUES (1, '-00:00:01.5', '-838:59:58.99', '-00:00:00.0001', '-01:02:03.000004'),
            (2, '12:34:56.7', '-00:00:00.01', '-10:00:00.5', '838:59:59'), (3, '-00:00:01', '-00:00:01', NULL, '00:00:00')",
@@ -271,8 +268,7 @@ fn set_statement_for_names_what_its_statement_changes() {
     let db = MariaDb::start();
     let mut sql = Sql::connect(&db);
     sql.run("CREATE DATABASE shop; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT); CREATE TABLE shop.b (id INT PRIMARY KEY)");
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run("SET STATEMENT max_statement_time = 100 FOR ALTER TABLE shop.a ADD COLUMN w INT");
     assert_eq!(ch.until(T, |c| matches!(c, Change::Table { .. })).pop().unwrap(), table("a"));
     sql.run("SET SESSION binlog_format = 'STATEMENT'");
@@ -301,8 +297,7 @@ fn do_of_a_writing_function_changes_its_database() {
     sql.run_one(
         "CREATE FUNCTION shop.bump() RETURNS INT MODIFIES SQL DATA BEGIN UPDATE shop.a SET v = v + 1; RETURN 1; END",
     );
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run("SET SESSION binlog_format = 'STATEMENT'; USE shop; DO shop.bump()");
     let seen = ch.until(T, |c| matches!(c, Change::Table { .. } | Change::Database { .. } | Change::All { .. }));
     assert!(matches!(seen.last(), Some(Change::Database { db }) if db == "shop"), "{seen:?}");
@@ -322,8 +317,7 @@ fn a_compound_statement_is_logged_as_the_statements_it_ran() {
     let db = MariaDb::start();
     let mut sql = Sql::connect(&db);
     sql.run("CREATE DATABASE shop; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT); INSERT INTO shop.a VALUES (1, 0)");
-    let (follower, ch) = db.follow();
-    ch.until(T, |c| *c == Change::Connected);
+    let (follower, ch) = db.follow_connected(T);
     sql.run("SET SESSION binlog_format = 'STATEMENT'; USE shop");
     sql.run_one("BEGIN NOT ATOMIC UPDATE shop.a SET v = v + 1 WHERE id = 1; END");
     let seen = ch.until(T, |c| matches!(c, Change::Table { .. } | Change::Database { .. } | Change::All { .. }));

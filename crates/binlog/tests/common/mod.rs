@@ -80,6 +80,13 @@ impl MariaDb {
         self.follow_through(|_| {})
     }
 
+    /// [`MariaDb::follow`], once the follower says it is connected (within `timeout`).
+    pub fn follow_connected(&self, timeout: Duration) -> (Follower, Changes) {
+        let (f, ch) = self.follow();
+        ch.until(timeout, |c| *c == Change::Connected);
+        (f, ch)
+    }
+
     /// [`MariaDb::follow`], calling `first` on every change before it is collected (on the
     /// follower's thread, as a real sink runs).
     pub fn follow_through(&self, first: impl Fn(&Change) + Send + 'static) -> (Follower, Changes) {
