@@ -141,7 +141,7 @@ pub async fn establish(
         let Some(acceptor) = &tls.acceptor else {
             let msg = "TLS between the client and sqlcached's MySQL proxy is not configured: connect without TLS, \
                        or start sqlcached with --mysql-tls-cert and --mysql-tls-key";
-            return refuse(client, seq, errors::NOT_SUPPORTED, b"08004", msg, server_caps).await.map_err(Client);
+            return refuse(client, seq, errors::NOT_SUPPORTED, b"08004", msg, server_caps).await;
         };
         counters.ssl_accepts.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = client.accept_tls(acceptor).await {
@@ -188,7 +188,7 @@ pub async fn establish(
                 format!("backend {backend} does not offer TLS and --mysql-backend-tls is set"),
                 format!("the MySQL backend {backend} does not offer TLS (--mysql-backend-tls is set)"),
             );
-            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await.map_err(Client);
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
         }
         // The SSLRequest: the first 32 bytes of the client's response, with CLIENT_SSL.
         let mut ssl_request = vec![32, 0, 0, 1];
@@ -201,7 +201,7 @@ pub async fn establish(
                 format!("TLS to backend {backend} failed: {e}"),
                 format!("TLS to the MySQL backend {backend} failed: {e}"),
             );
-            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await.map_err(Client);
+            return refuse(client, seq, errors::CONNECT_FAILED, b"08S01", &msg, server_caps).await;
         }
         response[4..8].copy_from_slice(&caps.to_le_bytes());
         backend_shift = 1;
@@ -254,10 +254,17 @@ pub async fn relay_auth(client: &mut Wire, server: &mut Wire, shift: u8) -> Resu
 }
 
 /// Answers the client's login packet (sequence `seq`) with an ERR and ends the connection.
-async fn refuse(client: &mut Wire, seq: u8, code: u16, state: &[u8; 5], msg: &str, caps: u32) -> io::Result<Outcome> {
+async fn refuse(
+    client: &mut Wire,
+    seq: u8,
+    code: u16,
+    state: &[u8; 5],
+    msg: &str,
+    caps: u32,
+) -> Result<Outcome, RelayError> {
     let mut out = Vec::new();
     err_packet(&mut out, seq.wrapping_add(1), code, state, msg, caps);
-    client.write(&out).await?;
+    client.write(&out).await.map_err(RelayError::Client)?;
     Ok(Outcome::Closed)
 }
 
