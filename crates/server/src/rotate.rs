@@ -89,12 +89,18 @@ mod tests {
     #[test]
     fn affinity_and_cpu_time_are_read() {
         assert!(allowed_cpus() >= 1);
+        // The kernel may account CPU time per scheduler tick, so spin until the clock
+        // moves (bounded by wall time) rather than for a fixed amount of work: a fixed
+        // loop finished inside one tick on CI and read the same time twice.
         let t0 = cpu_time();
+        let start = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..5_000_000u64 {
-            x = x.wrapping_add(i * i);
+        while cpu_time() == t0 && start.elapsed() < Duration::from_secs(5) {
+            for i in 0..100_000u64 {
+                x = x.wrapping_add(std::hint::black_box(i) * i);
+            }
         }
         std::hint::black_box(x);
-        assert!(cpu_time() > t0);
+        assert!(cpu_time() > t0, "no CPU time accounted after 5 s of spinning");
     }
 }
