@@ -27,7 +27,7 @@ pub struct Engine {
     mem_used: AtomicUsize,
     mem_limit: AtomicUsize,
     cas: AtomicU64,
-    /// Delayed `flush_all`: items stored before this relative time die once it passes.
+    /// Delayed `flush_all`: items last accessed before this relative time die once it passes.
     flush_at: AtomicU32,
     /// The same deadline as a unix time, for items read back from the tier (their store
     /// time may predate this process).
@@ -298,7 +298,7 @@ impl<'a> Access<'a> {
         };
         let it = self.shard.get(idx);
         let flush_at = self.engine.flush_at.load(Ordering::Relaxed);
-        let dead = if flush_at != 0 && flush_at <= self.now && it.stored < flush_at {
+        let dead = if flush_at != 0 && flush_at <= self.now && it.atime < flush_at {
             Some(Miss::Flushed)
         } else if it.is_expired(self.now) {
             Some(Miss::Expired)
@@ -333,8 +333,6 @@ impl<'a> Access<'a> {
             self.receipt.note(tier.delete(self.key));
             return Err(Miss::Expired);
         }
-        let stored = ti.stored_unix - clock.process_started();
-        item.stored = stored.clamp(0, u32::MAX as i64) as u32;
         let flush_at = self.engine.flush_at_unix.load(Ordering::Relaxed);
         if flush_at != 0 && flush_at <= clock.unix_now() && ti.stored_unix < flush_at {
             self.receipt.note(tier.delete(self.key));
@@ -501,7 +499,7 @@ fn tier_item(engine: &Engine, it: &Item) -> TierItem {
         flags: it.flags,
         exptime_unix: engine.clock.to_unix(it.exptime),
         cas: it.cas,
-        stored_unix: engine.clock.process_started() + it.stored as i64,
+        stored_unix: engine.clock.process_started() + it.atime as i64,
         bits: it.bits & (STALE | WON | KEY_BINARY),
     }
 }

@@ -51,7 +51,8 @@ pub struct TierItem {
     pub exptime_unix: i64,
     /// The CAS unique the item had.
     pub cas: u64,
-    /// Unix time the item was stored (a delayed `flush_all` drops items stored before it).
+    /// Unix time of the item's last access when written (set, touch, ...): a delayed
+    /// `flush_all` drops items last used before its deadline, as memcached does.
     pub stored_unix: i64,
     /// Item state that survives a restart: `STALE`, `WON`, `KEY_BINARY` (see `item`).
     pub bits: u8,
