@@ -160,3 +160,111 @@ fn invalidation_holds_fills() {
     let s = e.stats().items;
     assert_eq!((s.invalidations, s.held_stores, s.delete_hits, s.delete_misses), (3, 2, 0, 0));
 }
+
+/// Random operations on a few keys agree with a plain map (values of every size from
+/// empty up, in-place and resized arithmetic, appends), and the memory charged returns
+/// to zero once every key is deleted: each item's cost is counted in and out alike.
+#[test]
+fn random_operations_match_a_model_and_memory_returns_to_zero() {
+    use std::collections::HashMap;
+    let (e, _) = engine(64);
+    let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut padded = 0;
+    for _ in 0..50_000 {
+        let key = format!("k{}", rand(40)).into_bytes();
+        let len = [0, 1, 7, 100, 113, 500, 3000][rand(7) as usize];
+        let value: Vec<u8> = if rand(4) == 0 {
+            let digits = 1 + rand(6) as u32;
+            rand(10u64.pow(digits)).to_string().into_bytes()
+        } else {
+            (0..len).map(|_| b'a' + rand(26) as u8).collect()
+        };
+        let had = model.contains_key(&key);
+        match rand(8) {
+            0 => {
+                set(&e, StoreMode::Set, &key, &value, 0, 0);
+                model.insert(key, value);
+            }
+            1 => {
+                let stored = matches!(set(&e, StoreMode::Add, &key, &value, 0, 0), StoreOutcome::Stored(_));
+                assert_eq!(stored, !had);
+                model.entry(key).or_insert(value);
+            }
+            2 => {
+                let stored = matches!(set(&e, StoreMode::Replace, &key, &value, 0, 0), StoreOutcome::Stored(_));
+                assert_eq!(stored, had);
+                if had {
+                    model.insert(key, value);
+                }
+            }
+            3 | 4 => {
+                let append = rand(2) == 0;
+                let mode = if append { StoreMode::Append } else { StoreMode::Prepend };
+                let stored = matches!(set(&e, mode, &key, &value, 0, 0), StoreOutcome::Stored(_));
+                assert_eq!(stored, had);
+                if let Some(v) = model.get_mut(&key) {
+                    *v = if append { [&v[..], &value[..]].concat() } else { [&value[..], &v[..]].concat() };
+                }
+            }
+            5 => {
+                let deleted = ops::delete(&e, &key, 0, Receipt::none()) == DeleteOutcome::Deleted;
+                assert_eq!(deleted, model.remove(&key).is_some());
+            }
+            6 => {
+                let (incr, delta) = (rand(2) == 0, rand(1000));
+                let r = ArithRequest { key: &key, incr, delta, cas: 0, create: None, touch: None };
+                let out = ops::arith(&e, &r, Receipt::none());
+                match model.get_mut(&key) {
+                    None => assert_eq!(out, ArithOutcome::NotFound),
+                    Some(v) => match ops::parse_u64(v) {
+                        None => assert_eq!(out, ArithOutcome::NonNumeric),
+                        Some(n) => {
+                            let m = if incr { n.wrapping_add(delta) } else { n.saturating_sub(delta) };
+                            assert!(matches!(out, ArithOutcome::Done { value, .. } if value == m));
+                            // A result that fits is written in place, padded with spaces.
+                            let mut digits = m.to_string().into_bytes();
+                            if digits.len() <= v.len() {
+                                padded += usize::from(digits.len() < v.len());
+                                digits.resize(v.len(), b' ');
+                            }
+                            *v = digits;
+                        }
+                    },
+                }
+            }
+            _ => assert_eq!(get(&e, &key), model.get(&key).cloned(), "{}", String::from_utf8_lossy(&key)),
+        }
+    }
+    assert!(padded > 20, "shorter results written in place: {padded}");
+    assert_eq!(e.stats().items.curr_items as usize, model.len());
+    for k in model.keys() {
+        assert_eq!(get(&e, k).as_ref(), model.get(k));
+        assert_eq!(ops::delete(&e, k, 0, Receipt::none()), DeleteOutcome::Deleted);
+    }
+    assert_eq!(e.mem_used(), 0, "every item's cost was given back");
+}
+
+/// A delayed `flush_all` drops what was stored or read before its deadline (memcached
+/// compares the access time) and keeps what is stored after it.
+#[test]
+fn a_delayed_flush_judges_by_the_last_access() {
+    let (e, clock) = engine(8);
+    set(&e, StoreMode::Set, b"before", b"x", 0, 0);
+    e.flush_all(100, Receipt::none());
+    clock.advance(70);
+    set(&e, StoreMode::Set, b"between", b"x", 0, 0);
+    assert!(get(&e, b"before").is_some(), "read (and its access time refreshed) before the deadline");
+    clock.advance(31);
+    assert!(get(&e, b"before").is_none());
+    assert!(get(&e, b"between").is_none(), "stored before the deadline");
+    set(&e, StoreMode::Set, b"after", b"x", 0, 0);
+    clock.advance(5);
+    assert!(get(&e, b"after").is_some());
+}
