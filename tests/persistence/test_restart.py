@@ -384,3 +384,29 @@ def test_clean_stop_writes_memtables_out(persistent):
     srv = persistent.restart(srv)
     assert UNCLEAN not in persistent.log.read_text()
     assert check_items(srv.port, items) == []
+
+
+def test_disk_cache_bounds_the_memory_reads_from_disk_take(persistent, tmp_path):
+    """`--disk-cache` bounds fjall's block cache: after 48 MB of items are read back from
+    disk (memory holds only 8 MB of them), a server with a 4 MB cache holds tens of MB less
+    than one with the default 64 MB (which then holds most of what it read)."""
+    from harness.servers import rss_mib
+    value = b"v" * 4000
+    keys = [f"big{i}" for i in range(12_000)]
+    rss = {}
+    for cache in ("4m", "64m"):
+        d = tmp_path / f"data-{cache}"
+        srv = persistent.start("-m", "8", "--disk-cache", cache, dir=d, log=str(tmp_path / f"{cache}.log"))
+        with Conn(srv.port) as c:
+            assert c.set_many((k, value, 0) for k in keys) == len(keys)
+        srv.stop()
+        srv = persistent.restart(srv)
+        with Conn(srv.port) as c:
+            assert c.stats()["disk_cache"] == str(int(cache[:-1]) << 20)
+            for _ in range(2):
+                got = c.get_multi(keys)
+                assert len(got) == len(keys)
+            assert int(c.stats()["disk_memtable_bytes"]) >= 0
+        rss[cache] = rss_mib(srv.proc.pid)
+        srv.stop()
+    assert rss["64m"] - rss["4m"] > 25, f"RSS with --disk-cache 4m vs 64m: {rss}"

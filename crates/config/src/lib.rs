@@ -12,6 +12,7 @@ use std::fmt;
 pub mod file;
 pub mod invalidate;
 pub mod mysql;
+pub mod persistence;
 pub mod tls;
 
 /// How log lines are written (`--log-format`).
@@ -100,22 +101,10 @@ pub struct Config {
     pub lock_memory: bool,
     /// Raise the core file limit (`-r`).
     pub enable_coredumps: bool,
-    /// Persistent tier directory (`--data-dir`); none means memory only.
-    pub data_dir: Option<String>,
-    /// `--durability sync` (fsync before acknowledging) or async (the default).
-    pub durability_sync: bool,
-    /// `--flush-interval-ms`: async mode's longest time between fsyncs.
-    pub flush_interval_ms: u64,
-    /// `--disk-limit`: bound on bytes in the disk tier (0: none).
-    pub disk_limit: u64,
-    /// `--data-dir-recover`: move a damaged data directory aside and start empty.
-    pub data_dir_recover: bool,
+    /// The persistent tier (`--data-dir`, `--durability`, `--disk-*`).
+    pub persistence: persistence::PersistenceConfig,
     /// `--containers`: TOML file of SQL containers (sql-containers); none means plain memcached.
     pub containers: Option<String>,
-    /// `--durability` was given.
-    pub durability_set: bool,
-    /// `--flush-interval-ms` was given.
-    pub flush_interval_set: bool,
     /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
     pub mysql: mysql::MysqlConfig,
     /// Binlog-driven invalidation of plain keys (`--invalidate*`).
@@ -163,14 +152,8 @@ impl Default for Config {
             idle_timeout: 0,
             lock_memory: false,
             enable_coredumps: false,
-            data_dir: None,
-            durability_sync: false,
-            flush_interval_ms: 100,
-            disk_limit: 0,
-            data_dir_recover: false,
+            persistence: Default::default(),
             containers: None,
-            durability_set: false,
-            flush_interval_set: false,
             mysql: Default::default(),
             invalidate: Default::default(),
             invalidate_tuned: false,
@@ -421,27 +404,11 @@ impl Config {
                         st.extended_error = false;
                     }
                 }
-                Long("data-dir") => c.data_dir = Some(val(&mut p)?),
-                Long("durability") => {
-                    c.durability_set = true;
-                    c.durability_sync = match val(&mut p)?.as_str() {
-                        "sync" => true,
-                        "async" => false,
-                        other => return Err(format!("--durability must be sync or async, not '{other}'")),
-                    }
+                Long(flag) if persistence::FLAGS.contains(&flag) => {
+                    let flag = flag.to_string();
+                    c.persistence.set(&flag, Some(&val(&mut p)?))?;
                 }
-                Long("flush-interval-ms") => {
-                    c.flush_interval_set = true;
-                    c.flush_interval_ms = num("--flush-interval-ms", &val(&mut p)?)?;
-                    if c.flush_interval_ms == 0 {
-                        return Err("--flush-interval-ms must be at least 1".into());
-                    }
-                }
-                Long("disk-limit") => {
-                    let v = val(&mut p)?;
-                    c.disk_limit = parse_size(&v).ok_or(format!("Invalid value for --disk-limit: '{v}'"))? as u64;
-                }
-                Long("data-dir-recover") => c.data_dir_recover = true,
+                Long(flag) if persistence::SWITCHES.contains(&flag) => c.persistence.set(flag, None)?,
                 Long("containers") => c.containers = Some(val(&mut p)?),
                 Long("metrics-listen") => c.metrics_listen = Some(val(&mut p)?),
                 Long("log-format") => {
@@ -476,12 +443,7 @@ impl Config {
     /// Checks across flags, once everything is applied.
     fn finish(&mut self, st: &ParseState) -> Result<(), String> {
         let c = self;
-        if c.data_dir.is_none() && (c.durability_set || c.disk_limit > 0 || c.flush_interval_set || c.data_dir_recover)
-        {
-            return Err("--durability, --flush-interval-ms, --disk-limit and --data-dir-recover apply to the \
-                        persistent tier: give --data-dir too"
-                .into());
-        }
+        c.persistence.validate()?;
         c.mysql.validate(!c.invalidate.rules.is_empty())?;
         c.invalidate.validate(&c.mysql, c.invalidate_tuned)?;
         if c.sasl {
@@ -524,7 +486,7 @@ impl Config {
 
 fn usage() -> String {
     format!(
-        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}",
+        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}{}{}",
         env!("CARGO_PKG_VERSION"),
         r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
 -U, --udp-port=<num>      UDP port to listen on (default: 0, off)
@@ -589,15 +551,9 @@ Logs (sqlcached):
 --log-format=<fmt>        text (default) or json: one JSON object per line on stderr.
                           Lifecycle events, warnings and errors are always logged; -v
                           adds per-connection detail, -vv every command
-Persistence (sqlcached):
---data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
---durability=<mode>       async (default): acknowledged once the OS has the write (survives
-                          a crash of sqlcached), fsynced at least every --flush-interval-ms;
-                          sync: acknowledged only after fsync (group commit)
---flush-interval-ms=<n>   async mode's longest time between fsyncs (default: 100)
---disk-limit=<size>       bound the disk tier (k/m/g suffix); oldest-written items go first
---data-dir-recover        if the data directory is damaged, move it aside and start empty
-SQL containers (sqlcached):
+"#,
+        persistence::USAGE,
+        r#"SQL containers (sqlcached):
 --containers=<file>       TOML file mapping @@name.key onto SQL tables (docs/containers.md)
    memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.

@@ -22,7 +22,7 @@ pub fn run(cfg: &Config) -> bool {
         true,
         format!("settings parse{}", cfg.config_file.as_ref().map(|f| format!(" (--config {f})")).unwrap_or_default()),
     );
-    if let Some(dir) = &cfg.data_dir {
+    if let Some(dir) = &cfg.persistence.data_dir {
         let p = std::path::Path::new(dir);
         let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         let (passed, how) = if p.is_dir() {

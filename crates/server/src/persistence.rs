@@ -23,20 +23,20 @@ pub fn refusal(shared: &crate::shared::Shared) -> Option<&'static [u8]> {
 
 /// Open the data directory, put it under the engine and restore its state.
 pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, String> {
-    let Some(dir) = &cfg.data_dir else { return Ok(None) };
+    let Some(dir) = &cfg.persistence.data_dir else { return Ok(None) };
     let dir = dir.trim_end_matches('/');
     let dir = if dir.is_empty() { "/" } else { dir };
     let opts = Options {
         dir: dir.into(),
-        durability: if cfg.durability_sync { Durability::Sync } else { Durability::Async },
-        flush_interval: Duration::from_millis(cfg.flush_interval_ms),
-        disk_limit: cfg.disk_limit,
-        cache_bytes: 64 << 20,
+        durability: if cfg.persistence.durability_sync { Durability::Sync } else { Durability::Async },
+        flush_interval: Duration::from_millis(cfg.persistence.flush_interval_ms),
+        disk_limit: cfg.persistence.disk_limit,
+        cache_bytes: cfg.persistence.disk_cache,
         max_pending_bytes: 64 << 20,
     };
     let disk = match DiskTier::open(opts.clone()) {
         Ok(d) => d,
-        Err(e) if cfg.data_dir_recover && e.contains("damaged") => {
+        Err(e) if cfg.persistence.data_dir_recover && e.contains("damaged") => {
             let aside = format!("{dir}.damaged-{}", engine.clock().unix_now());
             std::fs::rename(dir, &aside).map_err(|r| format!("{e}\ncould not move it aside: {r}"))?;
             log::error!("{e}");
@@ -52,7 +52,7 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
         "data dir {dir}: {} ({} items, {} durability){how}",
         if r.created { "created" } else { "opened" },
         r.items,
-        if cfg.durability_sync { "sync" } else { "async" },
+        if cfg.persistence.durability_sync { "sync" } else { "async" },
     );
     if let Some((recorded, recovered)) = r.lost {
         log::error!(

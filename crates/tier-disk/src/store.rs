@@ -252,6 +252,11 @@ impl Store {
         Ok(meta)
     }
 
+    /// Bytes of memtables not yet written out as tables (sealed ones included).
+    pub fn memtable_bytes(&self) -> u64 {
+        self.inner().map(|i| i.db.write_buffer_size()).unwrap_or(0)
+    }
+
     fn write_segment(&self, ops: &[(u64, Op)], index: bool, meta: &mut Meta) -> Result<(), String> {
         for (_, op) in ops {
             match op {

@@ -255,6 +255,8 @@ impl Tier for DiskTier {
         sink.stat("disk_bytes", Kind::Gauge, &get(&c.bytes));
         sink.stat("disk_space", Kind::Gauge, &s.store.disk_space());
         sink.stat("disk_limit", Kind::Gauge, &s.opts.disk_limit);
+        sink.stat("disk_cache", Kind::Gauge, &s.opts.cache_bytes);
+        sink.stat("disk_memtable_bytes", Kind::Gauge, &s.store.memtable_bytes());
         sink.stat("disk_writes", Kind::Counter, &get(&c.writes));
         sink.stat("disk_batches", Kind::Counter, &get(&c.batches));
         sink.stat("disk_fsyncs", Kind::Counter, &get(&c.fsyncs));

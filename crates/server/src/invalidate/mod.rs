@@ -192,7 +192,7 @@ pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::F
         summary.join(", "),
         cfg.invalidate.hold_ms
     );
-    let dir = cfg.data_dir.as_deref().map(Path::new);
+    let dir = cfg.persistence.data_dir.as_deref().map(Path::new);
     let start = dir.and_then(position::load);
     match (dir, &start) {
         (Some(d), Some(p)) => log::info!(
