@@ -45,15 +45,7 @@ impl Item {
     /// A new item (not yet linked into any queue).
     pub fn new(key: &[u8], value_parts: &[&[u8]], flags: u32, exptime: u32, now: u32) -> Item {
         debug_assert!(key.len() <= 255);
-        let len = key.len() + value_parts.iter().map(|p| p.len()).sum::<usize>();
-        let mut data = Bytes::zeroed(len);
-        let buf = data.as_mut_slice();
-        buf[..key.len()].copy_from_slice(key);
-        let mut at = key.len();
-        for p in value_parts {
-            buf[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
+        let data = Bytes::concat(key, value_parts);
         Item {
             data,
             key_len: key.len() as u8,
@@ -134,18 +126,25 @@ unsafe impl Send for Bytes {}
 unsafe impl Sync for Bytes {}
 
 impl Bytes {
-    /// `len` zero bytes.
-    fn zeroed(len: usize) -> Bytes {
+    /// `first` followed by `rest`, copied into one allocation (every byte written once).
+    fn concat(first: &[u8], rest: &[&[u8]]) -> Bytes {
+        let len = first.len() + rest.iter().map(|p| p.len()).sum::<usize>();
         if len == 0 {
             return Bytes(None);
         }
         let n = u32::try_from(len).expect("an item's key and value fit in 4 GiB");
         let layout = Self::layout(len);
-        // SAFETY: the layout has a non-zero size; the length is written inside it, aligned.
+        // SAFETY: the layout has a non-zero size; the length is written at its aligned start
+        // and the parts, `len` bytes in all, right after it, so every byte is initialized.
         unsafe {
-            let p = std::alloc::alloc_zeroed(layout);
+            let p = std::alloc::alloc(layout);
             let Some(p) = NonNull::new(p) else { std::alloc::handle_alloc_error(layout) };
             p.cast::<u32>().write(n);
+            let mut at = p.as_ptr().add(LEN_BYTES);
+            for part in std::iter::once(first).chain(rest.iter().copied()) {
+                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
             Bytes(Some(p))
         }
     }
@@ -184,7 +183,7 @@ impl Bytes {
 impl Drop for Bytes {
     fn drop(&mut self) {
         if let Some(p) = self.0 {
-            // SAFETY: allocated by `zeroed` with this layout (its length is stored in it).
+            // SAFETY: allocated by `concat` with this layout (its length is stored in it).
             unsafe {
                 let len = p.cast::<u32>().read() as usize;
                 std::alloc::dealloc(p.as_ptr(), Self::layout(len));
