@@ -118,10 +118,13 @@ is_memcached() { timeout 2 "$1" -V 2>/dev/null | grep -q '^memcached'; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# pick_port: a port nobody listens on, from PORT_MIN..PORT_MIN+PORT_SPAN-1 (default 20000-31999:
+# below Linux's ephemeral range, 32768-60999, so it cannot be the local end of a connection the
+# load generator opens meanwhile).
 pick_port() {
   local p i
   for i in $(seq 1 50); do
-    p=$(( ${PORT_MIN:-20000} + RANDOM % ${PORT_SPAN:-30000} ))
+    p=$(( ${PORT_MIN:-20000} + RANDOM % ${PORT_SPAN:-12000} ))
     port_open "$p" || { echo "$p"; return; }
   done
   die "no free port found"

@@ -137,9 +137,8 @@ DATA_FS=$(stat -f -c %T "$DATA_ROOT")
 DATA_DEV=$(df -P "$DATA_ROOT" | awk 'NR == 2 { print $1 " mounted on " $6 }')
 DATA_FSTYPE=$(df -PT "$DATA_ROOT" | awk 'NR == 2 { print $2 }')
 DATA_MADE_HERE=1
-# Server ports below Linux's ephemeral range (32768-60999): a restart probe connecting to a port
-# nobody listens on yet cannot then be answered by a client socket that happens to own it.
-PORT_MIN=20000 PORT_SPAN=12000
+# Server ports come from below Linux's ephemeral range (lib.sh's pick_port): a restart probe
+# connecting to a port nobody listens on yet cannot be answered by a client socket owning it.
 
 # Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
 snapshot_sqlcached persist
