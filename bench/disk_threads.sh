@@ -18,10 +18,6 @@ ROOT="$(cd "$HERE/.." && pwd)"
 # shellcheck source=lib.sh disable=SC2034
 source "$HERE/lib.sh"
 
-log() { echo "[disk_threads $(date +%H:%M:%S)] $*" >&2; }
-die() { echo "disk_threads.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
-
 common_defaults
 measure_defaults
 KEYS="${KEYS:-1500000}"

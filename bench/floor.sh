@@ -19,10 +19,6 @@ ROOT="$(cd "$HERE/.." && pwd)"
 # shellcheck source=lib.sh disable=SC2034
 source "$HERE/lib.sh"
 
-log() { echo "[floor $(date +%H:%M:%S)] $*" >&2; }
-die() { echo "floor.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
-
 common_defaults
 measure_defaults
 SERVER_THREADS=1

@@ -9,6 +9,13 @@
 # that server only (persist.sh: "--data-dir DIR --durability sync"). launch_server sets SRV_T0
 # (unix ns, taken just before the exec).
 
+# log, die and usage for the script that sources this file: its name in the messages, its
+# header comment (up to `set -euo`) as usage. Scripts with their own define them after sourcing.
+LIB_SCRIPT="${BASH_SOURCE[1]:-$0}"
+log() { echo "[$(basename "$LIB_SCRIPT" .sh) $(date +%H:%M:%S)] $*" >&2; }
+die() { echo "$(basename "$LIB_SCRIPT"): $*" >&2; exit 1; }
+usage() { sed -n '2,/^set -euo/p' "$LIB_SCRIPT" | grep '^#' | sed 's/^# \{0,1\}//'; }
+
 # ---------------------------------------------------------------------------------------------
 # settings, flags and setup
 

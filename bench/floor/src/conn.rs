@@ -23,6 +23,18 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// A new client socket `fd` (TCP_NODELAY set, as memcached does) in the first free slot
+    /// of `conns`; returns the slot.
+    pub fn accept(conns: &mut Vec<Option<Conn>>, fd: i32) -> usize {
+        crate::nodelay(fd);
+        let slot = conns.iter().position(Option::is_none).unwrap_or_else(|| {
+            conns.push(None);
+            conns.len() - 1
+        });
+        conns[slot] = Some(Conn::new(fd));
+        slot
+    }
+
     /// A connection on `fd` with a 16 KiB read buffer.
     pub fn new(fd: i32) -> Conn {
         Conn {

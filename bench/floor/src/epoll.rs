@@ -33,12 +33,7 @@ pub fn run(l: TcpListener) -> std::io::Result<()> {
                         if fd < 0 {
                             break;
                         }
-                        crate::nodelay(fd);
-                        let slot = conns.iter().position(Option::is_none).unwrap_or_else(|| {
-                            conns.push(None);
-                            conns.len() - 1
-                        });
-                        conns[slot] = Some(Conn::new(fd));
+                        let slot = Conn::accept(&mut conns, fd);
                         ctl(ep, libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, slot as u64);
                     }
                     continue;

@@ -118,12 +118,8 @@ pub fn run(l: TcpListener, multishot: bool) -> std::io::Result<()> {
                     if res < 0 {
                         continue;
                     }
-                    crate::nodelay(res);
-                    let slot = conns.iter().position(Option::is_none).unwrap_or_else(|| {
-                        conns.push(None);
-                        conns.len() - 1
-                    });
-                    let c = conns[slot].insert(Conn::new(res));
+                    let slot = Conn::accept(&mut conns, res);
+                    let c = conns[slot].as_mut().expect("just accepted");
                     pending.push(recv(c, slot, multishot));
                 }
                 RECV => {
