@@ -1,179 +1,62 @@
-//! S3-FIFO eviction (Yang et al., SOSP '23): scan-resistant and lock-friendly.
+//! S3-FIFO eviction (Yang et al., SOSP '23): scan-resistant and lock-friendly, here over
+//! whole segments (see [`crate::segments`]).
 //!
-//! New items enter a *small* FIFO queue holding about 10% of a shard's bytes. When the
-//! small queue is over its share, its oldest item is evicted unless it was read while
-//! there, in which case it moves to the *main* FIFO. Evicted small-queue keys are
-//! remembered in a *ghost* list of hashes; a key that comes back while still a ghost goes
-//! straight to main. Main is a CLOCK-like FIFO: an item read since it last reached the
-//! head gets reinserted at the tail with its frequency decremented.
+//! New items enter a *small* FIFO queue holding about 10% of a shard's segments. When room
+//! is needed and the small queue is over its share, its oldest segment is reclaimed: each
+//! item in it that was read while there moves to the *main* queue, the others are evicted
+//! and remembered in a *ghost* list of hashes; a key that comes back while still a ghost goes
+//! straight to main. Main is a CLOCK-like FIFO: an item read since it last reached the head
+//! is copied to the tail with its frequency decremented, the others are evicted.
 //!
 //! This is why a sequential pass over more keys than fit (seed 001's failure mode) does
 //! not flush the hot set: the one-time keys churn through the small queue only.
+//!
+//! With evictions off (`-M`) reclaiming a segment only compacts it: every live item is
+//! copied on, and only dead bytes come back.
 
 use std::collections::VecDeque;
 
 use hashbrown::HashTable;
 
-use crate::item::Item;
-
-/// Slot is vacant.
-pub(crate) const FREE: u8 = 0;
-/// Item is in the small (probation) queue.
-pub(crate) const SMALL: u8 = 1;
-/// Item is in the main queue.
-pub(crate) const MAIN: u8 = 2;
-
-/// Sentinel for "no slot".
-pub(crate) const NIL: u32 = u32::MAX;
+use crate::segments::{Queue, Segments};
 
 /// Highest frequency an item can reach.
-const MAX_FREQ: u8 = 3;
+pub(crate) const MAX_FREQ: u8 = 3;
 
-/// An intrusive doubly linked FIFO over slot indices.
-#[derive(Default, Debug)]
-pub(crate) struct List {
-    head: u32,
-    tail: u32,
-    /// Bytes (item cost) held by the queue.
-    pub bytes: usize,
-    /// Items in the queue.
-    pub len: usize,
-}
-
-impl List {
-    fn new() -> List {
-        List { head: NIL, tail: NIL, bytes: 0, len: 0 }
-    }
-}
-
-/// The policy's state for one shard.
-pub(crate) struct S3Fifo {
-    small: List,
-    main: List,
-    ghost: Ghost,
-}
-
-impl S3Fifo {
-    /// Empty queues.
-    pub fn new() -> S3Fifo {
-        S3Fifo { small: List::new(), main: List::new(), ghost: Ghost::default() }
-    }
-
-    /// Link a freshly inserted item at slot `idx`.
-    pub fn insert(&mut self, slots: &mut [Item], idx: u32, hash: u64) {
-        let to_main = self.ghost.take(hash);
-        let q = if to_main { MAIN } else { SMALL };
-        slots[idx as usize].freq = 0;
-        self.push_tail(slots, idx, q);
-    }
-
-    /// Record a read of the item at `idx`.
-    #[inline]
-    pub fn touch(slots: &mut [Item], idx: u32) {
-        let it = &mut slots[idx as usize];
-        if it.freq < MAX_FREQ {
-            it.freq += 1;
-        }
-    }
-
-    /// Unlink the item at `idx` (it is being removed).
-    pub fn remove(&mut self, slots: &mut [Item], idx: u32) {
-        self.unlink(slots, idx);
-    }
-
-    /// Choose the next victim, moving items between queues as the policy says.
-    /// Returns the slot to evict, and whether it came from the small queue
-    /// (the caller then remembers its hash as a ghost via [`S3Fifo::remember`]).
-    pub fn victim(&mut self, slots: &mut [Item], total_bytes: usize) -> Option<(u32, bool)> {
-        loop {
-            let use_small = self.small.len > 0 && (self.small.bytes * 10 >= total_bytes || self.main.len == 0);
-            if use_small {
-                let idx = self.small.head;
-                if slots[idx as usize].freq > 0 {
-                    self.unlink(slots, idx);
-                    slots[idx as usize].freq = 0;
-                    self.push_tail(slots, idx, MAIN);
-                    continue;
-                }
-                return Some((idx, true));
-            }
-            if self.main.len == 0 {
-                return None;
-            }
-            let idx = self.main.head;
-            let it = &mut slots[idx as usize];
-            if it.freq > 0 {
-                it.freq -= 1;
-                self.unlink(slots, idx);
-                self.push_tail(slots, idx, MAIN);
-                continue;
-            }
-            return Some((idx, false));
-        }
-    }
-
-    /// Remember an evicted small-queue key; the ghost holds as many keys as the main queue.
-    pub fn remember(&mut self, hash: u64) {
-        let cap = self.main.len.max(64);
-        self.ghost.add(hash, cap);
-    }
-
-    /// Forget everything (flush).
-    pub fn clear(&mut self) {
-        *self = S3Fifo::new();
-    }
-
-    fn list(&mut self, q: u8) -> &mut List {
-        if q == SMALL {
-            &mut self.small
-        } else {
-            &mut self.main
-        }
-    }
-
-    fn push_tail(&mut self, slots: &mut [Item], idx: u32, q: u8) {
-        let cost = slots[idx as usize].cost();
-        let list = self.list(q);
-        let old_tail = list.tail;
-        list.tail = idx;
-        if old_tail == NIL {
-            list.head = idx;
-        }
-        list.bytes += cost;
-        list.len += 1;
-        if old_tail != NIL {
-            slots[old_tail as usize].next = idx;
-        }
-        let it = &mut slots[idx as usize];
-        it.prev = old_tail;
-        it.next = NIL;
-        it.queue = q;
-    }
-
-    fn unlink(&mut self, slots: &mut [Item], idx: u32) {
-        let (prev, next, q, cost) = {
-            let it = &slots[idx as usize];
-            (it.prev, it.next, it.queue, it.cost())
+/// Which segment to reclaim, as (queue, position in it): with `evict`, the oldest of the
+/// small queue while it holds at least a tenth of the segments (or main is empty), else the
+/// oldest of main. With `evict` off (`-M`), the segment with the most dead bytes, if any.
+pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize)> {
+    let (small, main) = (log.len(Queue::Small), log.len(Queue::Main));
+    if evict {
+        return match (small, main) {
+            (0, 0) => None,
+            (s, m) if s > 0 && (s * 10 >= s + m || m == 0) => Some((Queue::Small, 0)),
+            _ => Some((Queue::Main, 0)),
         };
-        debug_assert!(q == SMALL || q == MAIN);
-        if prev != NIL {
-            slots[prev as usize].next = next;
+    }
+    let mut best = None;
+    let mut most = 0;
+    for q in [Queue::Small, Queue::Main] {
+        for (i, dead) in log.dead_bytes(q).enumerate() {
+            if dead > most {
+                (best, most) = (Some((q, i)), dead);
+            }
         }
-        if next != NIL {
-            slots[next as usize].prev = prev;
-        }
-        let list = self.list(q);
-        if list.head == idx {
-            list.head = next;
-        }
-        if list.tail == idx {
-            list.tail = prev;
-        }
-        list.bytes -= cost;
-        list.len -= 1;
-        let it = &mut slots[idx as usize];
-        it.prev = NIL;
-        it.next = NIL;
+    }
+    best
+}
+
+/// What becomes of a live item found in a reclaimed segment of `from` whose read frequency
+/// is `freq`: the queue it is copied to with its new frequency, or `None` to evict it.
+pub(crate) fn fate(from: Queue, freq: u8, evict: bool) -> Option<(Queue, u8)> {
+    match (from, freq) {
+        (Queue::Small, 0) if evict => None,
+        (Queue::Small, 0) => Some((Queue::Small, 0)),
+        (Queue::Small, _) => Some((Queue::Main, 0)),
+        (Queue::Main, 0) if evict => None,
+        (Queue::Main, 0) => Some((Queue::Main, 0)),
+        (Queue::Main, f) => Some((Queue::Main, f - 1)),
     }
 }
 
@@ -186,14 +69,16 @@ fn spread(fp: u32) -> u64 {
     (fp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// The ghost list of one shard.
 #[derive(Default)]
-struct Ghost {
+pub(crate) struct Ghost {
     order: VecDeque<u32>,
     live: HashTable<(u32, u32)>,
 }
 
 impl Ghost {
-    fn add(&mut self, hash: u64, cap: usize) {
+    /// Remember an evicted key's hash, keeping at most `cap`.
+    pub(crate) fn add(&mut self, hash: u64, cap: usize) {
         let fp = hash as u32;
         match self.live.find_mut(spread(fp), |e| e.0 == fp) {
             Some(e) => e.1 += 1,
@@ -218,7 +103,14 @@ impl Ghost {
         }
     }
 
-    fn take(&mut self, hash: u64) -> bool {
+    /// Whether `hash` is a ghost.
+    pub(crate) fn contains(&self, hash: u64) -> bool {
+        let fp = hash as u32;
+        self.live.find(spread(fp), |e| e.0 == fp).is_some()
+    }
+
+    /// Whether `hash` is a ghost; forgets it if so.
+    pub(crate) fn take(&mut self, hash: u64) -> bool {
         let fp = hash as u32;
         match self.live.find_entry(spread(fp), |e| e.0 == fp) {
             Ok(e) => {

@@ -1,6 +1,12 @@
 //! The stored item and what it costs in memory.
+//!
+//! An item is one packed record: a 27-byte header, then the key, then the value. The same
+//! layout serves an item being built (a `Box<Item>`, see [`Item::new`]) and an item held in
+//! a shard's segments ([`crate::segments`]), which copy the record in whole; the shard's hash
+//! table points at records, so there is no per-item allocation, slot or list node.
+//! A value too large for a segment lives in its own allocation and the record holds a
+//! pointer to it instead ([`LARGE`]).
 
-use std::alloc::Layout;
 use std::ptr::NonNull;
 
 /// The item was returned by a read at least once (memcached's `ITEM_FETCHED`).
@@ -15,13 +21,21 @@ pub const KEY_BINARY: u8 = 8;
 /// memcached only refreshes an item's access time when it is older than this.
 pub const ITEM_UPDATE_INTERVAL: u32 = 60;
 
-/// One key with its value and metadata: a 40-byte slot (key and value behind a thin
-/// pointer) beside the one allocation that holds the bytes.
-#[derive(Debug)]
+/// Record state: reads since the policy last looked (S3-FIFO's 0-3 frequency).
+pub(crate) const FREQ_MASK: u8 = 3;
+/// Record state: removed; its bytes wait for its segment to be reclaimed.
+pub(crate) const DEAD: u8 = 4;
+/// Record state: the value lives in its own allocation; the record holds a pointer.
+pub(crate) const LARGE: u8 = 8;
+
+/// Bytes of an item's header (everything before the key).
+pub const HEADER: usize = 27;
+
+/// One key with its value and metadata, laid out as a packed record (header, key, value).
+/// Fields are read and written by value (`it.cas`, `it.exptime = t`); being packed, they
+/// cannot be borrowed.
+#[repr(C, packed)]
 pub struct Item {
-    /// Key bytes followed by value bytes.
-    data: Bytes,
-    key_len: u8,
     /// Opaque client flags.
     pub flags: u32,
     /// Relative expiry time; 0 never expires.
@@ -32,51 +46,86 @@ pub struct Item {
     pub atime: u32,
     /// Internal version, unique per write; the CAS unique clients see when CAS is on.
     pub cas: u64,
-    /// [`FETCHED`], [`WON`], [`STALE`].
+    /// [`FETCHED`], [`WON`], [`STALE`], [`KEY_BINARY`].
     pub bits: u8,
-    // Eviction bookkeeping, owned by the shard.
-    pub(crate) prev: u32,
-    pub(crate) next: u32,
-    pub(crate) queue: u8,
-    pub(crate) freq: u8,
+    key_len: u8,
+    /// Eviction and storage state, owned by the shard: [`FREQ_MASK`], [`DEAD`], [`LARGE`].
+    pub(crate) state: u8,
+    value_len: u32,
+    /// Key bytes, then value bytes (or, when [`LARGE`], a pointer to them).
+    data: [u8],
 }
 
+const _: () = assert!(std::mem::size_of::<u32>() * 4 + 8 + 3 == HEADER);
+
 impl Item {
-    /// A new item (not yet linked into any queue).
-    pub fn new(key: &[u8], value_parts: &[&[u8]], flags: u32, exptime: u32, now: u32) -> Item {
+    /// A new item: the key followed by the value's parts, copied once.
+    pub fn new(key: &[u8], value_parts: &[&[u8]], flags: u32, exptime: u32, now: u32) -> Box<Item> {
         debug_assert!(key.len() <= 255);
-        let data = Bytes::concat(key, value_parts);
-        Item {
-            data,
-            key_len: key.len() as u8,
-            flags,
-            exptime,
-            atime: now,
-            cas: 0,
-            bits: 0,
-            prev: u32::MAX,
-            next: u32::MAX,
-            queue: 0,
-            freq: 0,
+        let value_len: usize = value_parts.iter().map(|p| p.len()).sum();
+        let mut buf = Vec::with_capacity(HEADER + key.len() + value_len);
+        let vlen = u32::try_from(value_len).expect("an item's value fits in 4 GiB");
+        write_header(&mut buf, flags, exptime, now, 0, 0, key.len() as u8, 0, vlen);
+        buf.extend_from_slice(key);
+        for p in value_parts {
+            buf.extend_from_slice(p);
         }
+        let data_len = buf.len() - HEADER;
+        let raw = Box::into_raw(buf.into_boxed_slice()) as *mut u8;
+        // SAFETY: `Item` is packed (align 1) and its size for `data_len` trailing bytes is
+        // HEADER + data_len, exactly the boxed slice's layout, every byte initialized.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(raw, data_len) as *mut Item) }
+    }
+
+    /// The record at the start of `bytes`, whose header says how long it is.
+    ///
+    /// # Safety
+    /// `bytes` must start with a record written by [`Item::write_to`] (whole).
+    #[inline]
+    pub(crate) unsafe fn at(bytes: &[u8]) -> &Item {
+        let len = record_data_len(bytes);
+        // SAFETY: the caller promises a whole record; align 1.
+        unsafe { &*(std::ptr::slice_from_raw_parts(bytes.as_ptr(), len) as *const Item) }
+    }
+
+    /// The record at the start of `bytes`, mutably.
+    ///
+    /// # Safety
+    /// As [`Item::at`].
+    #[inline]
+    pub(crate) unsafe fn at_mut(bytes: &mut [u8]) -> &mut Item {
+        let len = record_data_len(bytes);
+        // SAFETY: as in `at`, and the borrow is exclusive.
+        unsafe { &mut *(std::ptr::slice_from_raw_parts_mut(bytes.as_mut_ptr(), len) as *mut Item) }
     }
 
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        &self.data.as_slice()[..self.key_len as usize]
+        &self.data[..self.key_len as usize]
     }
 
     /// The value.
     #[inline]
     pub fn value(&self) -> &[u8] {
-        &self.data.as_slice()[self.key_len as usize..]
+        let k = self.key_len as usize;
+        if self.state & LARGE != 0 {
+            // SAFETY: a LARGE record holds a pointer to `value_len` bytes it owns.
+            unsafe { std::slice::from_raw_parts(self.large_ptr().as_ptr(), { self.value_len } as usize) }
+        } else {
+            &self.data[k..]
+        }
     }
 
     /// Replace the value bytes (used by in-place incr/decr of equal length).
     pub fn value_mut(&mut self) -> &mut [u8] {
         let k = self.key_len as usize;
-        &mut self.data.as_mut_slice()[k..]
+        if self.state & LARGE != 0 {
+            // SAFETY: as in `value`; `&mut self` makes the access exclusive.
+            unsafe { std::slice::from_raw_parts_mut(self.large_ptr().as_ptr(), { self.value_len } as usize) }
+        } else {
+            &mut self.data[k..]
+        }
     }
 
     /// Whether the item's TTL has run out at relative time `now`.
@@ -91,19 +140,120 @@ impl Item {
         self.bits & bit != 0
     }
 
-    /// Bytes this item holds in memory: its allocation (with malloc's header and rounding),
-    /// its slot and its hash-table entry.
-    pub fn cost(&self) -> usize {
-        cost_of(self.data.as_slice().len())
+    /// Bytes of this record (header and data) where it is stored.
+    #[inline]
+    pub fn record_len(&self) -> usize {
+        HEADER + self.data.len()
+    }
+
+    /// Bytes the record takes in a segment if its value is kept out of line.
+    pub(crate) fn large_record_len(&self) -> usize {
+        HEADER + self.key_len as usize + std::mem::size_of::<usize>()
+    }
+
+    /// Copy this record to `out` (exactly [`Item::record_len`] bytes), or, with `large`,
+    /// the header and key plus a pointer to a fresh copy of the value (exactly
+    /// [`Item::large_record_len`] bytes). A record already LARGE moves its pointer along.
+    pub(crate) fn write_to(&self, out: &mut [u8], large: bool) {
+        let k = self.key_len as usize;
+        let (state, tail): (u8, Option<usize>) = if self.state & LARGE != 0 {
+            (self.state, Some(self.large_ptr().as_ptr() as usize))
+        } else if large {
+            let copy: Box<[u8]> = self.value().into();
+            (self.state | LARGE, Some(Box::into_raw(copy) as *mut u8 as usize))
+        } else {
+            (self.state, None)
+        };
+        let mut head = Vec::with_capacity(HEADER);
+        let (flags, exptime, atime, cas, vlen) = (self.flags, self.exptime, self.atime, self.cas, self.value_len);
+        write_header(&mut head, flags, exptime, atime, cas, self.bits, self.key_len, state, vlen);
+        out[..HEADER].copy_from_slice(&head);
+        out[HEADER..HEADER + k].copy_from_slice(self.key());
+        match tail {
+            Some(p) => out[HEADER + k..HEADER + k + 8].copy_from_slice(&p.to_ne_bytes()),
+            None => out[HEADER + k..HEADER + k + self.data.len() - k].copy_from_slice(&self.data[k..]),
+        }
+    }
+
+    /// Bytes of the out-of-line value's allocation, if the value is out of line.
+    pub(crate) fn heap_cost(&self) -> usize {
+        if self.state & LARGE != 0 {
+            large_cost({ self.value_len } as usize)
+        } else {
+            0
+        }
+    }
+
+    /// Mark the record dead and free its out-of-line value, if any (once: a dead record
+    /// frees nothing); returns the bytes freed. The LARGE bit stays, so the record keeps its
+    /// length for whoever walks its segment.
+    pub(crate) fn kill(&mut self) -> usize {
+        if self.state & DEAD != 0 {
+            return 0;
+        }
+        self.state |= DEAD;
+        if self.state & LARGE == 0 {
+            return 0;
+        }
+        let len = { self.value_len } as usize;
+        // SAFETY: made by `write_to` from a `Box<[u8]>` of `len` bytes; the DEAD bit makes
+        // this the only time it is freed.
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.large_ptr().as_ptr(), len)));
+        }
+        large_cost(len)
+    }
+
+    fn large_ptr(&self) -> NonNull<u8> {
+        let k = self.key_len as usize;
+        let mut p = [0u8; 8];
+        p.copy_from_slice(&self.data[k..k + 8]);
+        NonNull::new(usize::from_ne_bytes(p) as *mut u8).unwrap_or(NonNull::dangling())
     }
 }
 
-/// Memory cost of an item whose key plus value are `data_len` bytes: the allocation as
-/// glibc's malloc makes it (the 4-byte length, its own 8-byte header, rounded up to 16
-/// bytes, at least 32), the slot and the hash-table entry.
-pub fn cost_of(data_len: usize) -> usize {
-    let alloc = ((LEN_BYTES + data_len + 8 + 15) & !15).max(32);
-    alloc + std::mem::size_of::<Item>() + 8
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (flags, exptime, cas) = (self.flags, self.exptime, self.cas);
+        write!(f, "Item({:?}, {} bytes, flags {flags}, exptime {exptime}, cas {cas})", self.key(), self.value().len())
+    }
+}
+
+/// What an out-of-line value costs: its allocation as glibc's malloc makes it (8-byte
+/// header, rounded up to 16 bytes).
+pub(crate) fn large_cost(len: usize) -> usize {
+    (len + 8 + 15) & !15
+}
+
+/// Length of the data (key and value, or key and pointer) of the record heading `bytes`.
+#[inline]
+fn record_data_len(bytes: &[u8]) -> usize {
+    let key_len = bytes[21] as usize;
+    let state = bytes[22];
+    if state & LARGE != 0 {
+        return key_len + 8;
+    }
+    key_len + u32::from_ne_bytes([bytes[23], bytes[24], bytes[25], bytes[26]]) as usize
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_header(
+    out: &mut Vec<u8>,
+    flags: u32,
+    exptime: u32,
+    atime: u32,
+    cas: u64,
+    bits: u8,
+    key_len: u8,
+    state: u8,
+    vlen: u32,
+) {
+    out.extend_from_slice(&flags.to_ne_bytes());
+    out.extend_from_slice(&exptime.to_ne_bytes());
+    out.extend_from_slice(&atime.to_ne_bytes());
+    out.extend_from_slice(&cas.to_ne_bytes());
+    out.extend_from_slice(&[bits, key_len, state]);
+    out.extend_from_slice(&vlen.to_ne_bytes());
 }
 
 /// memcached's size of an item for the `-I` limit: header, key, value, CRLF, CAS and flags.
@@ -111,109 +261,41 @@ pub fn memcached_item_size(key_len: usize, value_len: usize, flags: u32, use_cas
     48 + key_len + 1 + value_len + 2 + if use_cas { 8 } else { 0 } + if flags != 0 { 4 } else { 0 }
 }
 
-/// Bytes of the length that heads an item's allocation.
-const LEN_BYTES: usize = 4;
-
-/// Key and value bytes behind a thin pointer: one allocation holding a `u32` length, then
-/// the bytes. Half a `Box<[u8]>` in the slot; the length mostly lands in room malloc's
-/// 16-byte rounding leaves anyway (113 bytes of key and value: 128 either way). Empty (a
-/// vacant slot) allocates nothing.
-struct Bytes(Option<NonNull<u8>>);
-
-// SAFETY: `Bytes` owns its allocation alone, as a `Box<[u8]>` would.
-unsafe impl Send for Bytes {}
-// SAFETY: shared access only reads.
-unsafe impl Sync for Bytes {}
-
-impl Bytes {
-    /// `first` followed by `rest`, copied into one allocation (every byte written once).
-    fn concat(first: &[u8], rest: &[&[u8]]) -> Bytes {
-        let len = first.len() + rest.iter().map(|p| p.len()).sum::<usize>();
-        if len == 0 {
-            return Bytes(None);
-        }
-        let n = u32::try_from(len).expect("an item's key and value fit in 4 GiB");
-        let layout = Self::layout(len);
-        // SAFETY: the layout has a non-zero size; the length is written at its aligned start
-        // and the parts, `len` bytes in all, right after it, so every byte is initialized.
-        unsafe {
-            let p = std::alloc::alloc(layout);
-            let Some(p) = NonNull::new(p) else { std::alloc::handle_alloc_error(layout) };
-            p.cast::<u32>().write(n);
-            let mut at = p.as_ptr().add(LEN_BYTES);
-            for part in std::iter::once(first).chain(rest.iter().copied()) {
-                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
-            }
-            Bytes(Some(p))
-        }
-    }
-
-    fn layout(len: usize) -> Layout {
-        Layout::from_size_align(LEN_BYTES + len, std::mem::align_of::<u32>()).expect("item layout")
-    }
-
-    /// The bytes.
-    #[inline]
-    fn as_slice(&self) -> &[u8] {
-        match self.0 {
-            None => &[],
-            // SAFETY: the allocation holds its length, then that many initialized bytes.
-            Some(p) => unsafe {
-                let len = p.cast::<u32>().read() as usize;
-                std::slice::from_raw_parts(p.as_ptr().add(LEN_BYTES), len)
-            },
-        }
-    }
-
-    /// The bytes, mutably.
-    #[inline]
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        match self.0 {
-            None => &mut [],
-            // SAFETY: as above, and `&mut self` makes the access exclusive.
-            Some(p) => unsafe {
-                let len = p.cast::<u32>().read() as usize;
-                std::slice::from_raw_parts_mut(p.as_ptr().add(LEN_BYTES), len)
-            },
-        }
-    }
-}
-
-impl Drop for Bytes {
-    fn drop(&mut self) {
-        if let Some(p) = self.0 {
-            // SAFETY: allocated by `concat` with this layout (its length is stored in it).
-            unsafe {
-                let len = p.cast::<u32>().read() as usize;
-                std::alloc::dealloc(p.as_ptr(), Self::layout(len));
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} bytes", self.as_slice().len())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn key_and_value_round_trip_and_the_slot_is_40_bytes() {
-        let mut it = Item::new(b"key", &[b"va", b"lue"], 7, 0, 1);
+    fn key_and_value_round_trip_through_a_record() {
+        let mut it = Item::new(b"key", &[b"va", b"lue"], 7, 9, 1);
         assert_eq!((it.key(), it.value()), (&b"key"[..], &b"value"[..]));
         it.value_mut().copy_from_slice(b"VALUE");
+        it.cas = 42;
         assert_eq!(it.value(), b"VALUE");
+        assert_eq!(it.record_len(), HEADER + 8);
+        let mut seg = vec![0u8; 64];
+        it.write_to(&mut seg, false);
+        // SAFETY: a whole record was just written.
+        let back = unsafe { Item::at(&seg) };
+        assert_eq!(
+            (back.key(), back.value(), { back.flags }, { back.exptime }, { back.cas }),
+            (&b"key"[..], &b"VALUE"[..], 7, 9, 42)
+        );
         let empty = Item::new(&[], &[], 0, 0, 0);
         assert_eq!((empty.key(), empty.value()), (&b""[..], &b""[..]));
+    }
+
+    #[test]
+    fn a_large_value_lives_out_of_line_and_is_freed_once() {
         let big = vec![9u8; 1 << 20];
-        assert_eq!(Item::new(b"k", &[&big], 0, 0, 0).value(), &big[..]);
-        assert_eq!(std::mem::size_of::<Item>(), 40);
-        // 13-byte key + 100-byte value: 128-byte allocation + slot + hash entry.
-        assert_eq!(cost_of(113), 176);
+        let it = Item::new(b"k", &[&big], 3, 0, 0);
+        let mut seg = vec![0u8; it.large_record_len()];
+        it.write_to(&mut seg, true);
+        // SAFETY: a whole record was just written.
+        let rec = unsafe { Item::at_mut(&mut seg) };
+        assert_eq!((rec.key(), rec.value().len(), rec.record_len()), (&b"k"[..], 1 << 20, HEADER + 9));
+        assert_eq!(rec.value(), &big[..]);
+        assert_eq!(rec.kill(), large_cost(1 << 20));
+        assert_eq!((rec.kill(), rec.record_len()), (0, HEADER + 9));
     }
 }

@@ -6,10 +6,11 @@
 //!
 //! - [`Engine`] ([`store`]): the key space split into shards, each behind its own lock,
 //!   so there is no global lock on the get/set path.
-//! - [`shard`]: one shard: a hash table of slots plus the eviction queues.
+//! - [`shard`]: one shard: a hash table of record locations over its segments.
+//! - [`segments`]: where items live: fixed-size segments of packed records, in two queues.
 //! - [`hold`]: keys an invalidation holds: fills refused for a short while.
-//! - [`eviction`]: S3-FIFO, a scan-resistant policy: new items enter a small probation
-//!   queue and only items that are used again reach the main queue.
+//! - [`eviction`]: S3-FIFO over segments, a scan-resistant policy: new items enter a small
+//!   probation queue and only items that are used again reach the main queue.
 //! - [`clock`]: memcached's relative clock and its TTL rules.
 //! - [`item`]: the stored item and its memory cost.
 //! - [`tier`]: the trait a storage tier below memory implements.
@@ -26,6 +27,7 @@ pub mod hold;
 pub mod item;
 pub mod latency;
 pub mod ops;
+pub mod segments;
 pub mod shard;
 pub mod stats;
 pub mod store;

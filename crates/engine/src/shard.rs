@@ -1,166 +1,181 @@
-//! One shard of the key space: a hash table of item slots and its eviction queues.
+//! One shard of the key space: a hash table of record locations over the shard's
+//! segments, and the S3-FIFO policy that reclaims them.
 //! Every method runs under the shard's lock (see [`crate::store`]).
 
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
-use crate::eviction::{S3Fifo, FREE};
+use crate::eviction::{self, Ghost, MAX_FREQ};
 use crate::hold::Holds;
-use crate::item::Item;
+use crate::item::{Item, DEAD, FETCHED, FREQ_MASK};
+use crate::segments::{Queue, Segments};
 use crate::stats::ShardStats;
 
 /// Hasher shared by all shards (seeded once per process).
 pub type KeyHasher = foldhash::fast::RandomState;
 
-/// A shard: items live in `slots`, the table maps a key's hash to its slot index.
+/// A shard: items live in `log`, the table maps a key's hash to its record's location.
 pub struct Shard {
     table: HashTable<u32>,
-    slots: Vec<Item>,
-    free: Vec<u32>,
-    policy: S3Fifo,
+    log: Segments,
+    ghost: Ghost,
     hasher: KeyHasher,
-    /// Memory cost of the items held here.
-    pub bytes: usize,
     /// Counters for this shard, summed by [`crate::Engine::stats`].
     pub stats: ShardStats,
     /// Keys an invalidation holds (fills refused for a while).
     pub holds: Holds,
 }
 
+/// The shard has no segment numbers left for another item (a shard holds at most 2^17
+/// segments).
+#[derive(Debug)]
+pub struct Full;
+
 impl Shard {
-    /// An empty shard.
-    pub fn new(hasher: KeyHasher) -> Shard {
+    /// An empty shard whose segments are `seg_size` bytes.
+    pub fn new(hasher: KeyHasher, seg_size: usize) -> Shard {
         Shard {
             table: HashTable::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            policy: S3Fifo::new(),
+            log: Segments::new(seg_size),
+            ghost: Ghost::default(),
             hasher,
-            bytes: 0,
             stats: ShardStats::default(),
             holds: Holds::default(),
         }
     }
 
-    /// Slot index of `key`, if present (live or not).
+    /// Bytes of memory the shard's items hold: its segments and out-of-line values.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.log.bytes
+    }
+
+    /// Location of `key`'s record, if present (live or not).
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
-        let slots = &self.slots;
-        self.table.find(hash, |&i| slots[i as usize].key() == key).copied()
+        let log = &self.log;
+        self.table.find(hash, |&l| log.get(l).key() == key).copied()
     }
 
-    /// The item in slot `idx`.
+    /// The item at `loc`.
     #[inline]
-    pub fn get(&self, idx: u32) -> &Item {
-        &self.slots[idx as usize]
+    pub fn get(&self, loc: u32) -> &Item {
+        self.log.get(loc)
     }
 
-    /// The item in slot `idx`, mutably.
+    /// The item at `loc`, mutably.
     #[inline]
-    pub fn get_mut(&mut self, idx: u32) -> &mut Item {
-        &mut self.slots[idx as usize]
+    pub fn get_mut(&mut self, loc: u32) -> &mut Item {
+        self.log.get_mut(loc)
     }
 
-    /// Record a read of slot `idx` for the eviction policy.
+    /// Record a read of the item at `loc` for the eviction policy.
     #[inline]
-    pub fn touch(&mut self, idx: u32) {
-        S3Fifo::touch(&mut self.slots, idx);
+    pub fn touch(&mut self, loc: u32) {
+        let it = self.log.get_mut(loc);
+        let freq = it.state & FREQ_MASK;
+        if freq < MAX_FREQ {
+            it.state += 1;
+        }
     }
 
-    /// Insert an item whose key is not present; returns its slot.
-    pub fn insert(&mut self, hash: u64, item: Item) -> u32 {
-        let cost = item.cost();
-        let idx = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = item;
-                i
-            }
-            None => {
-                self.slots.push(item);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table.insert_unique(hash, idx, |&i| hasher.hash_one(slots[i as usize].key()));
-        self.policy.insert(&mut self.slots, idx, hash);
-        self.bytes += cost;
+    fn queue_for(&self, hash: u64) -> Queue {
+        if self.ghost.contains(hash) {
+            Queue::Main
+        } else {
+            Queue::Small
+        }
+    }
+
+    /// Bytes that inserting `item` (under `hash`) would add to [`Shard::bytes`].
+    pub fn insert_cost(&self, hash: u64, item: &Item) -> usize {
+        self.log.append_cost(item, self.queue_for(hash))
+    }
+
+    /// Insert an item whose key is not present; returns its location.
+    pub fn insert(&mut self, hash: u64, item: &mut Item) -> Result<u32, Full> {
+        let q = self.queue_for(hash);
+        item.state &= !(FREQ_MASK | DEAD);
+        let loc = self.log.append(item, q).ok_or(Full)?;
+        if q == Queue::Main {
+            self.ghost.take(hash);
+        }
+        let (log, hasher) = (&self.log, &self.hasher);
+        self.table.insert_unique(hash, loc, |&l| hasher.hash_one(log.get(l).key()));
         self.stats.curr_items += 1;
         self.stats.total_items += 1;
-        idx
+        Ok(loc)
     }
 
-    /// Remove the item in slot `idx`; returns the bytes freed.
-    pub fn remove(&mut self, hash: u64, idx: u32) -> usize {
-        self.policy.remove(&mut self.slots, idx);
-        if let Ok(e) = self.table.find_entry(hash, |&i| i == idx) {
+    /// Remove the item at `loc`.
+    pub fn remove(&mut self, hash: u64, loc: u32) {
+        if let Ok(e) = self.table.find_entry(hash, |&l| l == loc) {
             e.remove();
         }
-        let slot = &mut self.slots[idx as usize];
-        let cost = slot.cost();
-        let vacant = Item::new(&[], &[], 0, 0, 0);
-        let old = std::mem::replace(slot, vacant);
-        drop(old);
-        self.slots[idx as usize].queue = FREE;
-        self.free.push(idx);
-        self.bytes -= cost;
+        self.log.kill(loc);
         self.stats.curr_items -= 1;
-        cost
     }
 
-    /// Swap the item in slot `idx` for `item` with the same key, keeping its place in
-    /// the eviction queues; returns (old cost, new cost).
-    pub fn replace(&mut self, hash: u64, idx: u32, item: Item) -> (usize, usize) {
-        // Simplest correct form: unlink and relink; the policy sees a fresh write.
-        let old = self.remove(hash, idx);
-        let new_cost = item.cost();
-        let new_idx = self.insert(hash, item);
-        self.stats.total_items -= 1;
-        debug_assert_eq!(new_idx, idx);
-        (old, new_cost)
-    }
-
-    /// Evict one item chosen by the policy; returns the bytes freed, or `None` if empty.
-    pub fn evict_one(&mut self, now: u32) -> Option<usize> {
-        let (idx, from_small) = self.policy.victim(&mut self.slots, self.bytes)?;
-        let it = &self.slots[idx as usize];
-        let hash = self.hasher.hash_one(it.key());
-        if it.is_expired(now) {
-            self.stats.reclaimed += 1;
-            if !it.has(crate::item::FETCHED) {
-                self.stats.expired_unfetched += 1;
+    /// Reclaim one segment as the policy says (see [`crate::eviction`]): evict its items,
+    /// or with `evict` off only drop its dead bytes. Returns `false` when there is nothing
+    /// to reclaim. Relocated items may fill new segments, so the bytes held can stay the same
+    /// for a call or two; every call brings the shard closer to freeing a segment.
+    pub fn reclaim(&mut self, now: u32, evict: bool) -> bool {
+        let Some((from, at)) = eviction::choose(&self.log, evict) else { return false };
+        let (id, mut seg) = self.log.take(from, at).expect("chosen segment");
+        let mut recs = seg.records();
+        while let Some((off, it)) = recs.next_record() {
+            if it.state & DEAD != 0 {
+                continue;
             }
-        } else {
-            self.stats.evictions += 1;
-            if !it.has(crate::item::FETCHED) {
-                self.stats.evicted_unfetched += 1;
+            let loc = Segments::location(id, off);
+            let hash = self.hasher.hash_one(it.key());
+            let expired = it.is_expired(now);
+            let fate = if expired { None } else { eviction::fate(from, it.state & FREQ_MASK, evict) };
+            if let Some((to, freq)) = fate {
+                it.state = (it.state & !FREQ_MASK) | freq;
+                if let Some(new) = self.log.append(it, to) {
+                    if let Some(l) = self.table.find_mut(hash, |&l| l == loc) {
+                        *l = new;
+                    }
+                    continue;
+                }
             }
+            let fetched = it.bits & FETCHED != 0;
+            if expired {
+                self.stats.reclaimed += 1;
+                self.stats.expired_unfetched += !fetched as u64;
+            } else {
+                self.stats.evictions += 1;
+                self.stats.evicted_unfetched += !fetched as u64;
+                if from == Queue::Small {
+                    let cap = self.log.main_items().max(64);
+                    self.ghost.add(hash, cap);
+                }
+            }
+            self.log.bytes -= it.kill();
+            if let Ok(e) = self.table.find_entry(hash, |&l| l == loc) {
+                e.remove();
+            }
+            self.stats.curr_items -= 1;
         }
-        if from_small {
-            self.policy.remember(hash);
-        }
-        Some(self.remove(hash, idx))
+        drop(seg);
+        self.log.release(id);
+        true
     }
 
-    /// Drop every item; returns the bytes freed.
-    pub fn clear(&mut self) -> usize {
-        let freed = self.bytes;
+    /// Drop every item.
+    pub fn clear(&mut self) {
         self.table.clear();
-        self.slots.clear();
-        self.free.clear();
-        self.policy.clear();
-        self.bytes = 0;
+        self.log.clear();
+        self.ghost = Ghost::default();
         self.stats.curr_items = 0;
-        freed
     }
 
     /// Visit every item held.
-    pub fn for_each(&self, mut f: impl FnMut(&Item)) {
-        for it in &self.slots {
-            if it.queue != FREE {
-                f(it);
-            }
-        }
+    pub fn for_each(&self, f: impl FnMut(&Item)) {
+        self.log.for_each(f);
     }
 
     /// Number of items held (live or not yet reclaimed).
@@ -171,5 +186,10 @@ impl Shard {
     /// Whether the shard holds nothing.
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
+    }
+
+    /// Whether the shard has any segment to reclaim.
+    pub fn has_segments(&self) -> bool {
+        self.log.len(Queue::Small) + self.log.len(Queue::Main) > 0
     }
 }

@@ -62,7 +62,8 @@ impl Engine {
         let n = cfg.shards.max(1).next_power_of_two();
         let limit = cfg.memory_limit;
         let hasher = KeyHasher::default();
-        let shards = (0..n).map(|_| Padded(Mutex::new(Shard::new(hasher.clone())))).collect();
+        let seg_size = segment_size(limit, n);
+        let shards = (0..n).map(|_| Padded(Mutex::new(Shard::new(hasher.clone(), seg_size)))).collect();
         Engine {
             shards,
             mask: n - 1,
@@ -161,8 +162,9 @@ impl Engine {
             receipt.note(t.flush(0));
         }
         for s in guards.iter_mut() {
-            let freed = s.clear();
-            self.mem_used.fetch_sub(freed, Ordering::Relaxed);
+            let before = s.bytes();
+            s.clear();
+            self.settle(before, s.bytes());
         }
     }
 
@@ -226,6 +228,16 @@ impl Engine {
         self.mem_used.load(Ordering::Relaxed)
     }
 
+    /// Move `mem_used` by a shard's change from `before` to `after` bytes.
+    #[inline]
+    fn settle(&self, before: usize, after: usize) {
+        if after >= before {
+            self.mem_used.fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.mem_used.fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+
     /// Try to free `need` bytes from shards other than `own` (never blocks on their locks).
     fn evict_elsewhere(&self, own: usize, need: usize, now: u32) -> bool {
         let n = self.shards.len();
@@ -233,14 +245,18 @@ impl Engine {
         for step in 1..n {
             let i = (own + step) & self.mask;
             if let Some(mut s) = self.shards[i].0.try_lock() {
-                while freed < need {
-                    match s.evict_one(now) {
-                        Some(b) => {
-                            self.mem_used.fetch_sub(b, Ordering::Relaxed);
-                            freed += b;
-                        }
-                        None => break,
+                // Each reclaim either frees a segment or lowers some item's frequency, so
+                // a bounded number of rounds frees what there is to free.
+                let mut rounds = 0;
+                while freed < need && rounds < 64 {
+                    let before = s.bytes();
+                    if !s.reclaim(now, self.cfg.evict) {
+                        break;
                     }
+                    let after = s.bytes();
+                    self.settle(before, after);
+                    freed += before.saturating_sub(after);
+                    rounds += 1;
                 }
             }
             if freed >= need {
@@ -306,8 +322,7 @@ impl<'a> Access<'a> {
             None
         };
         if let Some(why) = dead {
-            let freed = self.shard.remove(self.hash, idx);
-            self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
+            self.remove_at(idx);
             self.slot = None;
             if let Some(t) = &self.engine.tier {
                 self.receipt.note(t.delete(self.key));
@@ -374,8 +389,7 @@ impl<'a> Access<'a> {
             None => self.shard.find(self.hash, self.key),
         };
         let Some(idx) = idx else { return false };
-        let freed = self.shard.remove(self.hash, idx);
-        self.engine.mem_used.fetch_sub(freed, Ordering::Relaxed);
+        self.remove_at(idx);
         if let Some(t) = &self.engine.tier {
             self.receipt.note(t.delete(self.key));
         }
@@ -410,7 +424,7 @@ impl<'a> Access<'a> {
 
     /// Store `item` under this key, replacing any previous one, with a fresh CAS unique.
     /// Returns the new CAS unique.
-    pub fn store(&mut self, mut item: Item) -> Result<u64, OutOfMemory> {
+    pub fn store(&mut self, mut item: Box<Item>) -> Result<u64, OutOfMemory> {
         debug_assert_eq!(item.key(), self.key);
         item.cas = self.engine.next_cas();
         let cas = item.cas;
@@ -440,36 +454,36 @@ impl<'a> Access<'a> {
         cas
     }
 
+    /// Remove the record at `loc` from the shard, settling the memory it held.
+    fn remove_at(&mut self, loc: u32) {
+        let before = self.shard.bytes();
+        self.shard.remove(self.hash, loc);
+        self.engine.settle(before, self.shard.bytes());
+    }
+
     /// Link `item` into the shard, making room first; replaces any existing item.
-    fn link(&mut self, item: Item, count_fail: bool) -> Result<u32, OutOfMemory> {
+    fn link(&mut self, mut item: Box<Item>, count_fail: bool) -> Result<u32, OutOfMemory> {
         let engine = self.engine;
-        let cost = item.cost();
         let limit = engine.memory_limit();
-        let mut existing = self.slot.take().or_else(|| self.shard.find(self.hash, self.key));
-        // Make room: this shard first, then others, unless evictions are off.
+        let own = (self.hash >> 32) as usize & engine.mask;
+        self.slot = None;
+        // Make room: this shard first, then others; with evictions off (-M) only dead
+        // bytes are reclaimed.
         loop {
-            let old_cost = existing.map(|i| self.shard.get(i).cost()).unwrap_or(0);
+            let need = self.shard.insert_cost(self.hash, &item);
+            let old = self.shard.find(self.hash, self.key).map_or(0, |l| self.shard.get(l).heap_cost());
             let used = engine.mem_used.load(Ordering::Relaxed);
-            if cost <= limit && used + cost <= limit + old_cost {
+            if need == 0 || (need <= limit && used + need <= limit + old) {
                 break;
             }
-            let need = (used + cost).saturating_sub(limit + old_cost);
-            let own_evictable = self.shard.len() > existing.is_some() as usize;
-            let made_room = cost <= limit
-                && engine.cfg.evict
-                && if own_evictable {
-                    match self.shard.evict_one(self.now) {
-                        Some(b) => {
-                            engine.mem_used.fetch_sub(b, Ordering::Relaxed);
-                            // The victim may have been our own old item.
-                            existing = self.shard.find(self.hash, self.key);
-                            true
-                        }
-                        None => false,
-                    }
+            let made_room = need <= limit
+                && if self.shard.has_segments() {
+                    let before = self.shard.bytes();
+                    let reclaimed = self.shard.reclaim(self.now, engine.cfg.evict);
+                    engine.settle(before, self.shard.bytes());
+                    reclaimed || (engine.cfg.evict && engine.evict_elsewhere(own, need, self.now))
                 } else {
-                    let own = (self.hash >> 32) as usize & engine.mask;
-                    engine.evict_elsewhere(own, need, self.now)
+                    engine.cfg.evict && engine.evict_elsewhere(own, need, self.now)
                 };
             if !made_room {
                 if count_fail {
@@ -478,18 +492,45 @@ impl<'a> Access<'a> {
                 return Err(OutOfMemory);
             }
         }
-        engine.mem_used.fetch_add(cost, Ordering::Relaxed);
-        let idx = match existing {
-            Some(i) => {
-                let (old, _) = self.shard.replace(self.hash, i, item);
-                engine.mem_used.fetch_sub(old, Ordering::Relaxed);
-                i
+        let replaced = match self.shard.find(self.hash, self.key) {
+            Some(l) => {
+                self.remove_at(l);
+                true
             }
-            None => self.shard.insert(self.hash, item),
+            None => false,
         };
-        self.slot = Some(idx);
-        Ok(idx)
+        let before = self.shard.bytes();
+        let mut inserted = self.shard.insert(self.hash, &mut item);
+        // Out of segment numbers (a limit raised far past the one segments were sized for):
+        // reclaim here until one comes free.
+        for _ in 0..64 {
+            if inserted.is_ok() || !self.shard.reclaim(self.now, engine.cfg.evict) {
+                break;
+            }
+            inserted = self.shard.insert(self.hash, &mut item);
+        }
+        engine.settle(before, self.shard.bytes());
+        let Ok(loc) = inserted else {
+            if count_fail {
+                self.shard.stats.store_no_memory += 1;
+            }
+            return Err(OutOfMemory);
+        };
+        if replaced {
+            self.shard.stats.total_items -= 1;
+        }
+        self.slot = Some(loc);
+        Ok(loc)
     }
+}
+
+/// Bytes of each shard's segments for a memory limit over `shards` shards: about 1/64 of a
+/// shard's share (so the small queue's tenth is several segments), a power of two within
+/// the segment bounds.
+fn segment_size(limit: usize, shards: usize) -> usize {
+    let share = (limit / shards.max(1) / 64).max(1);
+    let pow2 = 1usize << (usize::BITS - 1 - share.leading_zeros());
+    pow2.clamp(crate::segments::MIN_SEGMENT, crate::segments::MAX_SEGMENT)
 }
 
 /// The tier's view of an item.
