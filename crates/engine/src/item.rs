@@ -148,7 +148,7 @@ impl Item {
 
     /// Bytes the record takes in a segment if its value is kept out of line.
     pub(crate) fn large_record_len(&self) -> usize {
-        HEADER + self.key_len as usize + std::mem::size_of::<usize>()
+        HEADER + self.key_len as usize + std::mem::size_of::<*mut u8>()
     }
 
     /// Copy this record to `out` (exactly [`Item::record_len`] bytes), or, with `large`,
@@ -156,11 +156,11 @@ impl Item {
     /// [`Item::large_record_len`] bytes). A record already LARGE moves its pointer along.
     pub(crate) fn write_to(&self, out: &mut [u8], large: bool) {
         let k = self.key_len as usize;
-        let (state, tail): (u8, Option<usize>) = if self.state & LARGE != 0 {
-            (self.state, Some(self.large_ptr().as_ptr() as usize))
+        let (state, tail): (u8, Option<*mut u8>) = if self.state & LARGE != 0 {
+            (self.state, Some(self.large_ptr().as_ptr()))
         } else if large {
             let copy: Box<[u8]> = self.value().into();
-            (self.state | LARGE, Some(Box::into_raw(copy) as *mut u8 as usize))
+            (self.state | LARGE, Some(Box::into_raw(copy) as *mut u8))
         } else {
             (self.state, None)
         };
@@ -170,7 +170,12 @@ impl Item {
         out[..HEADER].copy_from_slice(&head);
         out[HEADER..HEADER + k].copy_from_slice(self.key());
         match tail {
-            Some(p) => out[HEADER + k..HEADER + k + 8].copy_from_slice(&p.to_ne_bytes()),
+            Some(p) => {
+                let at = &mut out[HEADER + k..HEADER + k + std::mem::size_of::<*mut u8>()];
+                // SAFETY: `at` has room for a pointer; written unaligned, as a pointer (so it
+                // keeps its provenance).
+                unsafe { (at.as_mut_ptr() as *mut *mut u8).write_unaligned(p) }
+            }
             None => out[HEADER + k..HEADER + k + self.data.len() - k].copy_from_slice(&self.data[k..]),
         }
     }
@@ -206,9 +211,10 @@ impl Item {
 
     fn large_ptr(&self) -> NonNull<u8> {
         let k = self.key_len as usize;
-        let mut p = [0u8; 8];
-        p.copy_from_slice(&self.data[k..k + 8]);
-        NonNull::new(usize::from_ne_bytes(p) as *mut u8).unwrap_or(NonNull::dangling())
+        let at = &self.data[k..k + std::mem::size_of::<*mut u8>()];
+        // SAFETY: a LARGE record's data holds the pointer `write_to` wrote there.
+        let p = unsafe { (at.as_ptr() as *const *mut u8).read_unaligned() };
+        NonNull::new(p).unwrap_or(NonNull::dangling())
     }
 }
 

@@ -301,3 +301,57 @@ impl Drop for Segments {
         self.free_values();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::item::HEADER;
+
+    #[test]
+    fn records_are_appended_moved_and_freed_with_their_segment() {
+        let mut log = Segments::new(MIN_SEGMENT);
+        let small = Item::new(b"a", &[b"x"], 1, 0, 0);
+        let big = Item::new(b"b", &[&[7u8; 600]], 2, 0, 0);
+        let l1 = log.append(&small, Queue::Small).expect("room");
+        let l2 = log.append(&big, Queue::Small).expect("room");
+        assert_eq!((log.get(l1).value(), log.get(l2).value()), (&b"x"[..], &[7u8; 600][..]));
+        // The large value is out of line: its record is header, key and a pointer.
+        assert_eq!(log.get(l2).record_len(), HEADER + 1 + 8);
+        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(600));
+        // Reclaiming: the segment leaves its queue, its records are copied on, it is released.
+        let (id, mut seg) = log.take(Queue::Small, 0).expect("a segment");
+        let mut moved = Vec::new();
+        let mut recs = seg.records();
+        while let Some((off, it)) = recs.next_record() {
+            moved.push((Segments::location(id, off), log.append(it, Queue::Main).expect("room")));
+        }
+        drop(seg);
+        log.release(id);
+        assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), [l1, l2]);
+        assert_eq!((log.len(Queue::Small), log.len(Queue::Main), log.main_items()), (0, 1, 2));
+        assert_eq!(log.get(moved[1].1).value(), &[7u8; 600][..]);
+        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(600));
+        // Killing the last live record frees the segment; the large value goes with its record.
+        log.kill(moved[1].1);
+        assert_eq!(log.bytes, MIN_SEGMENT);
+        log.kill(moved[0].1);
+        assert_eq!((log.bytes, log.len(Queue::Main), log.main_items()), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_full_segment_opens_the_next_and_clear_frees_everything() {
+        let mut log = Segments::new(MIN_SEGMENT);
+        let it = Item::new(b"key", &[&[1u8; 100]], 0, 0, 0);
+        let locs: Vec<u32> = (0..20).map(|_| log.append(&it, Queue::Small).expect("room")).collect();
+        let per_seg = MIN_SEGMENT / it.record_len();
+        assert_eq!(log.len(Queue::Small), 20_usize.div_ceil(per_seg));
+        assert!(locs.iter().all(|&l| log.get(l).value() == [1u8; 100]));
+        let big = Item::new(b"b", &[&[7u8; 600]], 2, 0, 0);
+        log.append(&big, Queue::Main).expect("room");
+        let mut seen = 0;
+        log.for_each(|_| seen += 1);
+        assert_eq!(seen, 21);
+        log.clear();
+        assert_eq!((log.bytes, log.len(Queue::Small), log.len(Queue::Main)), (0, 0, 0));
+    }
+}
