@@ -11,8 +11,10 @@
 //! This is why a sequential pass over more keys than fit (seed 001's failure mode) does
 //! not flush the hot set: the one-time keys churn through the small queue only.
 //!
-//! With evictions off (`-M`) reclaiming a segment only compacts it: every live item is
-//! copied on, and only dead bytes come back.
+//! Compaction comes first: while dead records (deleted, overwritten, expired) take more than
+//! an eighth of a shard's segments, reclaiming picks the segment with the most of them and
+//! copies its live items on, evicting nothing. With evictions off (`-M`) that is the only
+//! kind of reclaiming.
 
 use std::collections::VecDeque;
 
@@ -23,16 +25,32 @@ use crate::segments::{Queue, Segments};
 /// Highest frequency an item can reach.
 pub(crate) const MAX_FREQ: u8 = 3;
 
-/// Which segment to reclaim, as (queue, position in it): with `evict`, the oldest of the
-/// small queue while it holds at least a tenth of the segments (or main is empty), else the
-/// oldest of main. With `evict` off (`-M`), the segment with the most dead bytes, if any.
-pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize)> {
+/// How a reclaimed segment is treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reclaim {
+    /// The policy's pass: read items copied on, the others evicted.
+    Evict,
+    /// Compaction: every live item copied on as it is; only dead bytes come back.
+    Compact,
+}
+
+/// Dead bytes above this share of a shard's segments are compacted away before anything live
+/// is evicted (memcached frees an overwritten or deleted item at once; we are never more
+/// than an eighth behind it).
+const DEAD_SHARE: usize = 8;
+
+/// Which segment to reclaim, as (queue, position in it) and how. With `evict`: while dead
+/// records take more than an eighth of the shard's segments, compact the segment with the
+/// most of them; otherwise the oldest of the small queue while it holds at least a tenth of
+/// the segments (or main is empty), else the oldest of main. With `evict` off (`-M`), compact
+/// the segment with the most dead bytes, if any has some.
+pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize, Reclaim)> {
     let (small, main) = (log.len(Queue::Small), log.len(Queue::Main));
-    if evict {
+    if evict && log.dead_total() * DEAD_SHARE <= log.segment_bytes() {
         return match (small, main) {
             (0, 0) => None,
-            (s, m) if s > 0 && (s * 10 >= s + m || m == 0) => Some((Queue::Small, 0)),
-            _ => Some((Queue::Main, 0)),
+            (s, m) if s > 0 && (s * 10 >= s + m || m == 0) => Some((Queue::Small, 0, Reclaim::Evict)),
+            _ => Some((Queue::Main, 0, Reclaim::Evict)),
         };
     }
     let mut best = None;
@@ -40,7 +58,7 @@ pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize)> {
     for q in [Queue::Small, Queue::Main] {
         for (i, dead) in log.dead_bytes(q).enumerate() {
             if dead > most {
-                (best, most) = (Some((q, i)), dead);
+                (best, most) = (Some((q, i, Reclaim::Compact)), dead);
             }
         }
     }
@@ -49,14 +67,12 @@ pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize)> {
 
 /// What becomes of a live item found in a reclaimed segment of `from` whose read frequency
 /// is `freq`: the queue it is copied to with its new frequency, or `None` to evict it.
-pub(crate) fn fate(from: Queue, freq: u8, evict: bool) -> Option<(Queue, u8)> {
-    match (from, freq) {
-        (Queue::Small, 0) if evict => None,
-        (Queue::Small, 0) => Some((Queue::Small, 0)),
-        (Queue::Small, _) => Some((Queue::Main, 0)),
-        (Queue::Main, 0) if evict => None,
-        (Queue::Main, 0) => Some((Queue::Main, 0)),
-        (Queue::Main, f) => Some((Queue::Main, f - 1)),
+pub(crate) fn fate(from: Queue, freq: u8, how: Reclaim) -> Option<(Queue, u8)> {
+    match (how, from, freq) {
+        (Reclaim::Compact, q, f) => Some((q, f)),
+        (Reclaim::Evict, _, 0) => None,
+        (Reclaim::Evict, Queue::Small, _) => Some((Queue::Main, 0)),
+        (Reclaim::Evict, Queue::Main, f) => Some((Queue::Main, f - 1)),
     }
 }
 

@@ -4,10 +4,8 @@
 //! layout serves an item being built (a `Box<Item>`, see [`Item::new`]) and an item held in
 //! a shard's segments ([`crate::segments`]), which copy the record in whole; the shard's hash
 //! table points at records, so there is no per-item allocation, slot or list node.
-//! A value too large for a segment lives in its own allocation and the record holds a
-//! pointer to it instead ([`LARGE`]).
-
-use std::ptr::NonNull;
+//! A value too large for a segment stays in the allocation it was built in (the whole
+//! `Box<Item>`, moved, not copied) and the record holds a pointer to it ([`LARGE`]).
 
 /// The item was returned by a read at least once (memcached's `ITEM_FETCHED`).
 pub const FETCHED: u8 = 1;
@@ -110,8 +108,8 @@ impl Item {
     pub fn value(&self) -> &[u8] {
         let k = self.key_len as usize;
         if self.state & LARGE != 0 {
-            // SAFETY: a LARGE record holds a pointer to `value_len` bytes it owns.
-            unsafe { std::slice::from_raw_parts(self.large_ptr().as_ptr(), { self.value_len } as usize) }
+            // SAFETY: a LARGE record owns the item its pointer points at.
+            unsafe { &*self.large_item() }.value()
         } else {
             &self.data[k..]
         }
@@ -122,7 +120,7 @@ impl Item {
         let k = self.key_len as usize;
         if self.state & LARGE != 0 {
             // SAFETY: as in `value`; `&mut self` makes the access exclusive.
-            unsafe { std::slice::from_raw_parts_mut(self.large_ptr().as_ptr(), { self.value_len } as usize) }
+            unsafe { &mut *self.large_item() }.value_mut()
         } else {
             &mut self.data[k..]
         }
@@ -151,39 +149,46 @@ impl Item {
         HEADER + self.key_len as usize + std::mem::size_of::<*mut u8>()
     }
 
-    /// Copy this record to `out` (exactly [`Item::record_len`] bytes), or, with `large`,
-    /// the header and key plus a pointer to a fresh copy of the value (exactly
-    /// [`Item::large_record_len`] bytes). A record already LARGE moves its pointer along.
-    pub(crate) fn write_to(&self, out: &mut [u8], large: bool) {
+    /// Copy this record to `out` (exactly [`Item::record_len`] bytes); a LARGE record moves
+    /// its pointer along (the value stays where it is).
+    pub(crate) fn write_to(&self, out: &mut [u8]) {
         let k = self.key_len as usize;
-        let (state, tail): (u8, Option<*mut u8>) = if self.state & LARGE != 0 {
-            (self.state, Some(self.large_ptr().as_ptr()))
-        } else if large {
-            let copy: Box<[u8]> = self.value().into();
-            (self.state | LARGE, Some(Box::into_raw(copy) as *mut u8))
-        } else {
-            (self.state, None)
-        };
+        let tail = (self.state & LARGE != 0).then(|| self.large_item() as *mut u8);
+        self.write_head(out, self.state, tail);
+        if tail.is_none() {
+            out[HEADER + k..HEADER + self.data.len()].copy_from_slice(&self.data[k..]);
+        }
+    }
+
+    /// Write a LARGE record for `item` to `out` (exactly [`Item::large_record_len`] bytes):
+    /// the header and key, then a pointer to `item` itself, which the record now owns.
+    pub(crate) fn write_large(item: Box<Item>, out: &mut [u8]) {
+        let state = item.state | LARGE;
+        let head = Box::into_raw(item);
+        // SAFETY: just leaked from a live box; only read here.
+        let it = unsafe { &*head };
+        it.write_head(out, state, Some(head as *mut u8));
+    }
+
+    fn write_head(&self, out: &mut [u8], state: u8, pointer: Option<*mut u8>) {
+        let k = self.key_len as usize;
         let mut head = Vec::with_capacity(HEADER);
         let (flags, exptime, atime, cas, vlen) = (self.flags, self.exptime, self.atime, self.cas, self.value_len);
         write_header(&mut head, flags, exptime, atime, cas, self.bits, self.key_len, state, vlen);
         out[..HEADER].copy_from_slice(&head);
         out[HEADER..HEADER + k].copy_from_slice(self.key());
-        match tail {
-            Some(p) => {
-                let at = &mut out[HEADER + k..HEADER + k + std::mem::size_of::<*mut u8>()];
-                // SAFETY: `at` has room for a pointer; written unaligned, as a pointer (so it
-                // keeps its provenance).
-                unsafe { (at.as_mut_ptr() as *mut *mut u8).write_unaligned(p) }
-            }
-            None => out[HEADER + k..HEADER + k + self.data.len() - k].copy_from_slice(&self.data[k..]),
+        if let Some(p) = pointer {
+            let at = &mut out[HEADER + k..HEADER + k + std::mem::size_of::<*mut u8>()];
+            // SAFETY: `at` has room for a pointer; written unaligned, as a pointer (so it
+            // keeps its provenance).
+            unsafe { (at.as_mut_ptr() as *mut *mut u8).write_unaligned(p) }
         }
     }
 
-    /// Bytes of the out-of-line value's allocation, if the value is out of line.
+    /// Bytes of the out-of-line allocation, if the value is out of line.
     pub(crate) fn heap_cost(&self) -> usize {
         if self.state & LARGE != 0 {
-            large_cost({ self.value_len } as usize)
+            large_cost(HEADER + self.key_len as usize + { self.value_len } as usize)
         } else {
             0
         }
@@ -197,24 +202,22 @@ impl Item {
             return 0;
         }
         self.state |= DEAD;
-        if self.state & LARGE == 0 {
-            return 0;
+        let cost = self.heap_cost();
+        if cost > 0 {
+            // SAFETY: the pointer came from `Box::into_raw` in `write_large`, with this data
+            // length; the DEAD bit makes this the only time it is freed.
+            unsafe { drop(Box::from_raw(self.large_item())) }
         }
-        let len = { self.value_len } as usize;
-        // SAFETY: made by `write_to` from a `Box<[u8]>` of `len` bytes; the DEAD bit makes
-        // this the only time it is freed.
-        unsafe {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.large_ptr().as_ptr(), len)));
-        }
-        large_cost(len)
+        cost
     }
 
-    fn large_ptr(&self) -> NonNull<u8> {
+    /// The boxed item a LARGE record points at (its header is not read: the record's is).
+    fn large_item(&self) -> *mut Item {
         let k = self.key_len as usize;
         let at = &self.data[k..k + std::mem::size_of::<*mut u8>()];
-        // SAFETY: a LARGE record's data holds the pointer `write_to` wrote there.
+        // SAFETY: a LARGE record's data holds the pointer `write_large` wrote there.
         let p = unsafe { (at.as_ptr() as *const *mut u8).read_unaligned() };
-        NonNull::new(p).unwrap_or(NonNull::dangling())
+        std::ptr::slice_from_raw_parts_mut(p, k + { self.value_len } as usize) as *mut Item
     }
 }
 
@@ -225,7 +228,7 @@ impl std::fmt::Debug for Item {
     }
 }
 
-/// What an out-of-line value costs: its allocation as glibc's malloc makes it (8-byte
+/// What an out-of-line allocation of `len` bytes costs, as glibc's malloc makes it (8-byte
 /// header, rounded up to 16 bytes).
 pub(crate) fn large_cost(len: usize) -> usize {
     (len + 8 + 15) & !15
@@ -280,7 +283,7 @@ mod tests {
         assert_eq!(it.value(), b"VALUE");
         assert_eq!(it.record_len(), HEADER + 8);
         let mut seg = vec![0u8; 64];
-        it.write_to(&mut seg, false);
+        it.write_to(&mut seg);
         // SAFETY: a whole record was just written.
         let back = unsafe { Item::at(&seg) };
         assert_eq!(
@@ -292,16 +295,28 @@ mod tests {
     }
 
     #[test]
-    fn a_large_value_lives_out_of_line_and_is_freed_once() {
+    fn a_large_value_stays_in_its_box_and_is_freed_once() {
         let big = vec![9u8; 1 << 20];
         let it = Item::new(b"k", &[&big], 3, 0, 0);
-        let mut seg = vec![0u8; it.large_record_len()];
-        it.write_to(&mut seg, true);
+        let mut seg = vec![0u8; 2 * it.large_record_len()];
+        let len = it.large_record_len();
+        Item::write_large(it, &mut seg[..len]);
         // SAFETY: a whole record was just written.
         let rec = unsafe { Item::at_mut(&mut seg) };
-        assert_eq!((rec.key(), rec.value().len(), rec.record_len()), (&b"k"[..], 1 << 20, HEADER + 9));
+        assert_eq!(
+            (rec.key(), rec.value().len(), rec.record_len(), { rec.flags }),
+            (&b"k"[..], 1 << 20, HEADER + 9, 3)
+        );
         assert_eq!(rec.value(), &big[..]);
-        assert_eq!(rec.kill(), large_cost(1 << 20));
-        assert_eq!((rec.kill(), rec.record_len()), (0, HEADER + 9));
+        rec.value_mut()[0] = 1;
+        // Moving the record moves the pointer, not the value.
+        let (a, b) = seg.split_at_mut(len);
+        // SAFETY: as above.
+        unsafe { Item::at(a) }.write_to(b);
+        // SAFETY: `b` now holds the moved record.
+        let moved = unsafe { Item::at_mut(b) };
+        assert_eq!((moved.value()[0], moved.value().len()), (1, 1 << 20));
+        assert_eq!(moved.kill(), large_cost(HEADER + 1 + (1 << 20)));
+        assert_eq!((moved.kill(), moved.record_len()), (0, HEADER + 9));
     }
 }

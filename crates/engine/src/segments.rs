@@ -76,6 +76,7 @@ pub struct Segments {
     small: VecDeque<u32>,
     main: VecDeque<u32>,
     main_items: usize,
+    dead: usize,
     /// Bytes held: segments plus out-of-line values.
     pub bytes: usize,
 }
@@ -91,6 +92,7 @@ impl Segments {
             small: VecDeque::new(),
             main: VecDeque::new(),
             main_items: 0,
+            dead: 0,
             bytes: 0,
         }
     }
@@ -119,6 +121,16 @@ impl Segments {
         }
     }
 
+    /// Bytes of dead records in the shard's segments.
+    pub fn dead_total(&self) -> usize {
+        self.dead
+    }
+
+    /// Bytes of the shard's segments (out-of-line values not included).
+    pub fn segment_bytes(&self) -> usize {
+        (self.small.len() + self.main.len()) * self.seg_size
+    }
+
     /// Live items in the main queue.
     pub fn main_items(&self) -> usize {
         self.main_items
@@ -141,7 +153,7 @@ impl Segments {
     pub fn append_cost(&self, item: &Item, q: Queue) -> usize {
         let len = self.stored_len(item);
         let room = self.queue(q).back().is_some_and(|&id| self.seg(id).used + len <= self.seg_size);
-        let large = if item.state & LARGE == 0 && self.goes_large(item) { large_cost(item.value().len()) } else { 0 };
+        let large = if item.state & LARGE == 0 && self.goes_large(item) { large_cost(item.record_len()) } else { 0 };
         if room {
             large
         } else {
@@ -149,11 +161,9 @@ impl Segments {
         }
     }
 
-    /// Append a copy of `item` to `q` (a LARGE record moves its value along); returns
-    /// its location, or `None` when the shard has no segment numbers left.
-    pub fn append(&mut self, item: &Item, q: Queue) -> Option<u32> {
-        let large = self.goes_large(item);
-        let len = self.stored_len(item);
+    /// Room for a record of `len` bytes at the end of `q`: (segment, offset), opening a
+    /// segment if the open one is full; `None` when the shard has no segment numbers left.
+    fn room(&mut self, len: usize, q: Queue) -> Option<(u32, usize)> {
         let tail = self.queue(q).back().copied().filter(|&id| self.seg(id).used + len <= self.seg_size);
         let id = match tail {
             Some(id) => id,
@@ -163,16 +173,41 @@ impl Segments {
                 id
             }
         };
-        if large && item.state & LARGE == 0 {
-            self.bytes += large_cost(item.value().len());
-        }
         let seg = self.segs[id as usize].as_mut().expect("queued segment");
         let off = seg.used;
-        item.write_to(&mut seg.buf[off..off + len], large);
         seg.used += len;
         seg.live += 1;
         self.main_items += (q == Queue::Main) as usize;
-        Some(id << OFFSET_BITS | off as u32)
+        Some((id, off))
+    }
+
+    /// Store a new item at the end of `q`, copied in, or, when its value is too large for a
+    /// quarter segment, kept in its own allocation; returns its location, or the item back
+    /// when the shard has no segment numbers left.
+    pub fn insert(&mut self, item: Box<Item>, q: Queue) -> Result<u32, Box<Item>> {
+        let len = self.stored_len(&item);
+        let large = self.goes_large(&item);
+        let Some((id, off)) = self.room(len, q) else { return Err(item) };
+        if large {
+            self.bytes += large_cost(item.record_len());
+        }
+        let out = &mut self.segs[id as usize].as_mut().expect("queued segment").buf[off..off + len];
+        if large {
+            Item::write_large(item, out);
+        } else {
+            item.write_to(out);
+        }
+        Ok(Self::location(id, off as u32))
+    }
+
+    /// Copy a stored record (being reclaimed) to the end of `q`; a LARGE record's value
+    /// stays where it is. Returns its new location, or `None` when the shard has no segment
+    /// numbers left.
+    pub fn append(&mut self, item: &Item, q: Queue) -> Option<u32> {
+        let len = item.record_len();
+        let (id, off) = self.room(len, q)?;
+        item.write_to(&mut self.segs[id as usize].as_mut().expect("queued segment").buf[off..off + len]);
+        Some(Self::location(id, off as u32))
     }
 
     fn new_segment(&mut self, queue: Queue) -> Option<u32> {
@@ -221,12 +256,14 @@ impl Segments {
         let seg = self.segs[id as usize].as_mut().expect("live segment");
         seg.dead += len;
         seg.live -= 1;
-        let (q, empty) = (seg.queue, seg.live == 0);
+        let (q, empty, seg_dead) = (seg.queue, seg.live == 0, seg.dead);
+        self.dead += len;
         self.main_items -= (q == Queue::Main) as usize;
         if empty {
             let queue = self.queue_mut(q);
             if let Some(i) = queue.iter().rposition(|&s| s == id) {
                 queue.remove(i);
+                self.dead -= seg_dead;
                 self.release(id);
             }
         }
@@ -245,6 +282,7 @@ impl Segments {
         if q == Queue::Main {
             self.main_items -= seg.live as usize;
         }
+        self.dead -= seg.dead;
         Some((id, seg))
     }
 
@@ -268,6 +306,7 @@ impl Segments {
         self.small.clear();
         self.main.clear();
         self.main_items = 0;
+        self.dead = 0;
         self.bytes = 0;
     }
 
@@ -312,12 +351,12 @@ mod tests {
         let mut log = Segments::new(MIN_SEGMENT);
         let small = Item::new(b"a", &[b"x"], 1, 0, 0);
         let big = Item::new(b"b", &[&[7u8; 600]], 2, 0, 0);
-        let l1 = log.append(&small, Queue::Small).expect("room");
-        let l2 = log.append(&big, Queue::Small).expect("room");
+        let l1 = log.insert(small, Queue::Small).expect("room");
+        let l2 = log.insert(big, Queue::Small).expect("room");
         assert_eq!((log.get(l1).value(), log.get(l2).value()), (&b"x"[..], &[7u8; 600][..]));
         // The large value is out of line: its record is header, key and a pointer.
         assert_eq!(log.get(l2).record_len(), HEADER + 1 + 8);
-        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(600));
+        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(HEADER + 1 + 600));
         // Reclaiming: the segment leaves its queue, its records are copied on, it is released.
         let (id, mut seg) = log.take(Queue::Small, 0).expect("a segment");
         let mut moved = Vec::new();
@@ -330,7 +369,7 @@ mod tests {
         assert_eq!(moved.iter().map(|m| m.0).collect::<Vec<_>>(), [l1, l2]);
         assert_eq!((log.len(Queue::Small), log.len(Queue::Main), log.main_items()), (0, 1, 2));
         assert_eq!(log.get(moved[1].1).value(), &[7u8; 600][..]);
-        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(600));
+        assert_eq!(log.bytes, MIN_SEGMENT + large_cost(HEADER + 1 + 600));
         // Killing the last live record frees the segment; the large value goes with its record.
         log.kill(moved[1].1);
         assert_eq!(log.bytes, MIN_SEGMENT);
@@ -341,13 +380,13 @@ mod tests {
     #[test]
     fn a_full_segment_opens_the_next_and_clear_frees_everything() {
         let mut log = Segments::new(MIN_SEGMENT);
-        let it = Item::new(b"key", &[&[1u8; 100]], 0, 0, 0);
-        let locs: Vec<u32> = (0..20).map(|_| log.append(&it, Queue::Small).expect("room")).collect();
-        let per_seg = MIN_SEGMENT / it.record_len();
+        let it = || Item::new(b"key", &[&[1u8; 100]], 0, 0, 0);
+        let locs: Vec<u32> = (0..20).map(|_| log.insert(it(), Queue::Small).expect("room")).collect();
+        let per_seg = MIN_SEGMENT / it().record_len();
         assert_eq!(log.len(Queue::Small), 20_usize.div_ceil(per_seg));
         assert!(locs.iter().all(|&l| log.get(l).value() == [1u8; 100]));
         let big = Item::new(b"b", &[&[7u8; 600]], 2, 0, 0);
-        log.append(&big, Queue::Main).expect("room");
+        log.insert(big, Queue::Main).expect("room");
         let mut seen = 0;
         log.for_each(|_| seen += 1);
         assert_eq!(seen, 21);

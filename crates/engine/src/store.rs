@@ -462,7 +462,7 @@ impl<'a> Access<'a> {
     }
 
     /// Link `item` into the shard, making room first; replaces any existing item.
-    fn link(&mut self, mut item: Box<Item>, count_fail: bool) -> Result<u32, OutOfMemory> {
+    fn link(&mut self, item: Box<Item>, count_fail: bool) -> Result<u32, OutOfMemory> {
         let engine = self.engine;
         let limit = engine.memory_limit();
         let own = (self.hash >> 32) as usize & engine.mask;
@@ -500,14 +500,16 @@ impl<'a> Access<'a> {
             None => false,
         };
         let before = self.shard.bytes();
-        let mut inserted = self.shard.insert(self.hash, &mut item);
+        let mut inserted = self.shard.insert(self.hash, item);
         // Out of segment numbers (a limit raised far past the one segments were sized for):
         // reclaim here until one comes free.
         for _ in 0..64 {
-            if inserted.is_ok() || !self.shard.reclaim(self.now, engine.cfg.evict) {
-                break;
+            match inserted {
+                Err((_, it)) if self.shard.reclaim(self.now, engine.cfg.evict) => {
+                    inserted = self.shard.insert(self.hash, it);
+                }
+                _ => break,
             }
-            inserted = self.shard.insert(self.hash, &mut item);
         }
         engine.settle(before, self.shard.bytes());
         let Ok(loc) = inserted else {

@@ -151,6 +151,29 @@ fn no_evictions_mode_reuses_dead_bytes() {
     assert_eq!((e.stats().items.curr_items, e.stats().items.evictions), (200, 0));
 }
 
+/// Overwrites leave dead records; while memory is full of them, a store compacts instead of
+/// evicting: a live set far below the limit is never evicted, as in memcached (which frees
+/// an overwritten item at once).
+#[test]
+fn dead_bytes_are_reclaimed_before_live_items_are_evicted() {
+    let (e, _) = engine(1);
+    let value = vec![b'v'; 100];
+    // 3,500 live items (under half the memory), overwritten at random 60 times
+    // over: segments fill with a mix of live and dead records.
+    for i in 0..3500 {
+        set(&e, StoreMode::Set, format!("k{i}").as_bytes(), &value, 0, 0);
+    }
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..200_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        set(&e, StoreMode::Set, format!("k{}", x % 3500).as_bytes(), &value, 0, 0);
+    }
+    let held = (0..3500).filter(|i| get(&e, format!("k{i}").as_bytes()).is_some()).count();
+    assert_eq!((held, e.stats().items.evictions), (3500, 0));
+}
+
 /// Seed 001's failure: a sequential pass over more keys than fit must not flush the
 /// hot set. With S3-FIFO the one-time keys churn through the small queue only.
 #[test]
