@@ -39,6 +39,11 @@ pub(crate) enum Reclaim {
 /// than an eighth behind it).
 const DEAD_SHARE: usize = 8;
 
+/// Whether `dead` bytes out of `total` are more than compaction lets pile up.
+pub(crate) fn dead_share_high(dead: usize, total: usize) -> bool {
+    dead * DEAD_SHARE > total
+}
+
 /// Which segment to reclaim, as (queue, position in it) and how. With `evict`: while dead
 /// records take more than an eighth of the shard's segments, compact the segment with the
 /// most of them; otherwise the oldest of the small queue while it holds at least a tenth of
@@ -46,7 +51,7 @@ const DEAD_SHARE: usize = 8;
 /// the segment with the most dead bytes, if any has some.
 pub(crate) fn choose(log: &Segments, evict: bool) -> Option<(Queue, usize, Reclaim)> {
     let (small, main) = (log.len(Queue::Small), log.len(Queue::Main));
-    if evict && log.dead_total() * DEAD_SHARE <= log.segment_bytes() {
+    if evict && !dead_share_high(log.dead_total(), log.segment_bytes()) {
         return match (small, main) {
             (0, 0) => None,
             (s, m) if s > 0 && (s * 10 >= s + m || m == 0) => Some((Queue::Small, 0, Reclaim::Evict)),

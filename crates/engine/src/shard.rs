@@ -51,6 +51,17 @@ impl Shard {
         self.log.bytes
     }
 
+    /// Bytes held and bytes of dead records in them, to settle the engine's totals.
+    #[inline]
+    pub fn usage(&self) -> (usize, usize) {
+        (self.log.bytes, self.log.dead_total())
+    }
+
+    /// Whether reclaiming here would evict (dead records are few enough not to compact).
+    pub fn would_evict(&self) -> bool {
+        !eviction::dead_share_high(self.log.dead_total(), self.log.segment_bytes())
+    }
+
     /// Location of `key`'s record, if present (live or not).
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {

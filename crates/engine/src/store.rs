@@ -25,6 +25,8 @@ pub struct Engine {
     cfg: EngineConfig,
     clock: Clock,
     mem_used: AtomicUsize,
+    /// Bytes of dead records (deleted, overwritten) inside `mem_used`, over every shard.
+    dead: AtomicUsize,
     mem_limit: AtomicUsize,
     cas: AtomicU64,
     /// Delayed `flush_all`: items last accessed before this relative time die once it passes.
@@ -71,6 +73,7 @@ impl Engine {
             cfg,
             clock,
             mem_used: AtomicUsize::new(0),
+            dead: AtomicUsize::new(0),
             mem_limit: AtomicUsize::new(limit),
             cas: AtomicU64::new(0),
             flush_at: AtomicU32::new(0),
@@ -162,9 +165,9 @@ impl Engine {
             receipt.note(t.flush(0));
         }
         for s in guards.iter_mut() {
-            let before = s.bytes();
+            let before = s.usage();
             s.clear();
-            self.settle(before, s.bytes());
+            self.settle(before, s.usage());
         }
     }
 
@@ -228,14 +231,42 @@ impl Engine {
         self.mem_used.load(Ordering::Relaxed)
     }
 
-    /// Move `mem_used` by a shard's change from `before` to `after` bytes.
+    /// Move `mem_used` and the dead bytes by a shard's change from `before` to `after`
+    /// (see [`Shard::usage`]).
     #[inline]
-    fn settle(&self, before: usize, after: usize) {
-        if after >= before {
-            self.mem_used.fetch_add(after - before, Ordering::Relaxed);
-        } else {
-            self.mem_used.fetch_sub(before - after, Ordering::Relaxed);
+    fn settle(&self, before: (usize, usize), after: (usize, usize)) {
+        for (total, b, a) in [(&self.mem_used, before.0, after.0), (&self.dead, before.1, after.1)] {
+            if a >= b {
+                total.fetch_add(a - b, Ordering::Relaxed);
+            } else {
+                total.fetch_sub(b - a, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Compact one segment of another shard than `own` (never blocks on their locks), when
+    /// dead records take more than their share of memory overall; returns whether it did.
+    /// Dead bytes gather unevenly over the shards, and a store should not evict live items
+    /// from its own while others hold room that compaction would give back.
+    fn compact_elsewhere(&self, own: usize, now: u32) -> bool {
+        let (dead, used) = (self.dead.load(Ordering::Relaxed), self.mem_used.load(Ordering::Relaxed));
+        if !crate::eviction::dead_share_high(dead, used) {
+            return false;
+        }
+        for step in 1..self.shards.len() {
+            let i = (own + step) & self.mask;
+            if let Some(mut s) = self.shards[i].0.try_lock() {
+                if s.usage().1 == 0 {
+                    continue;
+                }
+                let before = s.usage();
+                if s.reclaim(now, false) {
+                    self.settle(before, s.usage());
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Try to free `need` bytes from shards other than `own` (never blocks on their locks).
@@ -249,13 +280,13 @@ impl Engine {
                 // a bounded number of rounds frees what there is to free.
                 let mut rounds = 0;
                 while freed < need && rounds < 64 {
-                    let before = s.bytes();
+                    let before = s.usage();
                     if !s.reclaim(now, self.cfg.evict) {
                         break;
                     }
-                    let after = s.bytes();
+                    let after = s.usage();
                     self.settle(before, after);
-                    freed += before.saturating_sub(after);
+                    freed += before.0.saturating_sub(after.0);
                     rounds += 1;
                 }
             }
@@ -456,9 +487,9 @@ impl<'a> Access<'a> {
 
     /// Remove the record at `loc` from the shard, settling the memory it held.
     fn remove_at(&mut self, loc: u32) {
-        let before = self.shard.bytes();
+        let before = self.shard.usage();
         self.shard.remove(self.hash, loc);
-        self.engine.settle(before, self.shard.bytes());
+        self.engine.settle(before, self.shard.usage());
     }
 
     /// Link `item` into the shard, making room first; replaces any existing item.
@@ -476,11 +507,14 @@ impl<'a> Access<'a> {
             if need == 0 || (need <= limit && used + need <= limit + old) {
                 break;
             }
+            if engine.cfg.evict && self.shard.would_evict() && engine.compact_elsewhere(own, self.now) {
+                continue;
+            }
             let made_room = need <= limit
                 && if self.shard.has_segments() {
-                    let before = self.shard.bytes();
+                    let before = self.shard.usage();
                     let reclaimed = self.shard.reclaim(self.now, engine.cfg.evict);
-                    engine.settle(before, self.shard.bytes());
+                    engine.settle(before, self.shard.usage());
                     reclaimed || (engine.cfg.evict && engine.evict_elsewhere(own, need, self.now))
                 } else {
                     engine.cfg.evict && engine.evict_elsewhere(own, need, self.now)
@@ -499,7 +533,7 @@ impl<'a> Access<'a> {
             }
             None => false,
         };
-        let before = self.shard.bytes();
+        let before = self.shard.usage();
         let mut inserted = self.shard.insert(self.hash, item);
         // Out of segment numbers (a limit raised far past the one segments were sized for):
         // reclaim here until one comes free.
@@ -511,7 +545,7 @@ impl<'a> Access<'a> {
                 _ => break,
             }
         }
-        engine.settle(before, self.shard.bytes());
+        engine.settle(before, self.shard.usage());
         let Ok(loc) = inserted else {
             if count_fail {
                 self.shard.stats.store_no_memory += 1;
