@@ -29,6 +29,9 @@ pub(crate) const LARGE: u8 = 8;
 /// Bytes of an item's header (everything before the key).
 pub const HEADER: usize = 27;
 
+/// Offset of the policy state byte in the header (the key length is the byte before it).
+const STATE_AT: usize = 22;
+
 /// One key with its value and metadata, laid out as a packed record (header, key, value).
 /// Fields are read and written by value (`it.cas`, `it.exptime = t`); being packed, they
 /// cannot be borrowed.
@@ -172,10 +175,10 @@ impl Item {
 
     fn write_head(&self, out: &mut [u8], state: u8, pointer: Option<*mut u8>) {
         let k = self.key_len as usize;
-        let mut head = Vec::with_capacity(HEADER);
-        let (flags, exptime, atime, cas, vlen) = (self.flags, self.exptime, self.atime, self.cas, self.value_len);
-        write_header(&mut head, flags, exptime, atime, cas, self.bits, self.key_len, state, vlen);
-        out[..HEADER].copy_from_slice(&head);
+        // SAFETY: an `Item` begins with its HEADER bytes of header (packed, no padding).
+        let own = unsafe { std::slice::from_raw_parts(self as *const Item as *const u8, HEADER) };
+        out[..HEADER].copy_from_slice(own);
+        out[STATE_AT] = state;
         out[HEADER..HEADER + k].copy_from_slice(self.key());
         if let Some(p) = pointer {
             let at = &mut out[HEADER + k..HEADER + k + std::mem::size_of::<*mut u8>()];
@@ -237,8 +240,8 @@ pub(crate) fn large_cost(len: usize) -> usize {
 /// Length of the data (key and value, or key and pointer) of the record heading `bytes`.
 #[inline]
 fn record_data_len(bytes: &[u8]) -> usize {
-    let key_len = bytes[21] as usize;
-    let state = bytes[22];
+    let key_len = bytes[STATE_AT - 1] as usize;
+    let state = bytes[STATE_AT];
     if state & LARGE != 0 {
         return key_len + 8;
     }

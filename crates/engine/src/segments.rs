@@ -97,11 +97,6 @@ impl Segments {
         }
     }
 
-    /// Bytes of one segment.
-    pub fn segment_size(&self) -> usize {
-        self.seg_size
-    }
-
     /// Segments in `q`.
     pub fn len(&self, q: Queue) -> usize {
         self.queue(q).len()
