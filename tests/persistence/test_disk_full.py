@@ -102,7 +102,7 @@ def test_full_disk_degrades_refuses_writes_and_recovers(persistent, tmpfs, durab
     filler.unlink()
     deadline = time.monotonic() + 20
     while stats(s.port)["disk_failed"] != "0":
-        assert time.monotonic() < deadline, f"never recovered: {stats(s.port)}"
+        assert time.monotonic() < deadline, f"never recovered: {s.run_log()}"
         time.sleep(0.2)
     assert one(s.port, b"set after 0 0 5\r\nhello\r\n") == b"STORED"
     assert "disk tier recovered" in s.run_log()

@@ -152,7 +152,7 @@ impl Engine {
             self.flush_at.store(at, Ordering::Relaxed);
             self.flush_at_unix.store(self.clock.to_unix(at), Ordering::Relaxed);
             if let Some(t) = &self.tier {
-                receipt.note(t.flush(self.clock.to_unix(at)));
+                receipt.note(t.flush(self.clock.to_unix(at), receipt.waited()));
             }
             return;
         }
@@ -162,7 +162,7 @@ impl Engine {
         // store racing with flush_all is either flushed in both tiers or kept in both.
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
         if let Some(t) = &self.tier {
-            receipt.note(t.flush(0));
+            receipt.note(t.flush(0, receipt.waited()));
         }
         for s in guards.iter_mut() {
             let before = s.usage();
@@ -356,7 +356,7 @@ impl<'a> Access<'a> {
             self.remove_at(idx);
             self.slot = None;
             if let Some(t) = &self.engine.tier {
-                self.receipt.note(t.delete(self.key));
+                self.receipt.note(t.delete(self.key, self.receipt.waited()));
             }
             return Err(why);
         }
@@ -376,12 +376,12 @@ impl<'a> Access<'a> {
         let exptime = if ti.exptime_unix == 0 { 0 } else { clock.realtime(ti.exptime_unix) };
         let mut item = Item::new(self.key, &[&ti.value], ti.flags, exptime, self.now);
         if item.is_expired(self.now) {
-            self.receipt.note(tier.delete(self.key));
+            self.receipt.note(tier.delete(self.key, self.receipt.waited()));
             return Err(Miss::Expired);
         }
         let flush_at = self.engine.flush_at_unix.load(Ordering::Relaxed);
         if flush_at != 0 && flush_at <= clock.unix_now() && ti.stored_unix < flush_at {
-            self.receipt.note(tier.delete(self.key));
+            self.receipt.note(tier.delete(self.key, self.receipt.waited()));
             return Err(Miss::Flushed);
         }
         item.cas = ti.cas;
@@ -422,7 +422,7 @@ impl<'a> Access<'a> {
         let Some(idx) = idx else { return false };
         self.remove_at(idx);
         if let Some(t) = &self.engine.tier {
-            self.receipt.note(t.delete(self.key));
+            self.receipt.note(t.delete(self.key, self.receipt.waited()));
         }
         true
     }
@@ -440,7 +440,7 @@ impl<'a> Access<'a> {
         }
         match &self.engine.tier {
             Some(t) if t.get(self.key).is_some() => {
-                self.receipt.note(t.delete(self.key));
+                self.receipt.note(t.delete(self.key, self.receipt.waited()));
                 true
             }
             _ => false,
@@ -463,7 +463,7 @@ impl<'a> Access<'a> {
         let idx = self.link(item, true)?;
         if let Some(t) = &self.engine.tier {
             let it = self.shard.get(idx);
-            self.receipt.note(t.put(self.key, tier_item(self.engine, it), replaced));
+            self.receipt.note(t.put(self.key, tier_item(self.engine, it), replaced, self.receipt.waited()));
         }
         Ok(cas)
     }
@@ -472,7 +472,7 @@ impl<'a> Access<'a> {
     pub fn changed(&mut self) {
         if let (Some(t), Some(idx)) = (&self.engine.tier, self.slot) {
             let it = self.shard.get(idx);
-            self.receipt.note(t.put(self.key, tier_item(self.engine, it), true));
+            self.receipt.note(t.put(self.key, tier_item(self.engine, it), true, self.receipt.waited()));
         }
     }
 

@@ -33,6 +33,13 @@ impl Receipt {
         }
     }
 
+    /// Whether a caller waits for the changes noted here (every receipt but
+    /// [`Receipt::none`]): the tier may then leave committing them to that wait.
+    #[inline]
+    pub fn waited(&self) -> bool {
+        !std::ptr::eq(self, Receipt::none())
+    }
+
     /// The highest number noted since the last call (0 if none), and starts again.
     #[inline]
     pub fn take(&self) -> WriteNo {
@@ -64,13 +71,14 @@ pub trait Tier: Send + Sync {
     fn get(&self, key: &[u8]) -> Option<TierItem>;
     /// Persist a stored item; `replaced` says whether the key already had an item (the
     /// engine always looks a key up, in memory or below, before storing it).
-    /// Returns the change's number (durable once the tier says so).
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool) -> WriteNo;
+    /// Returns the change's number (durable once the tier says so). `waited`: a caller
+    /// will wait for that number ([`Receipt::waited`]).
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool, waited: bool) -> WriteNo;
     /// Persist a removal; returns its number.
-    fn delete(&self, key: &[u8]) -> WriteNo;
+    fn delete(&self, key: &[u8], waited: bool) -> WriteNo;
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored
     /// before that unix time are dropped once it passes. Returns its number.
-    fn flush(&self, at_unix: i64) -> WriteNo;
+    fn flush(&self, at_unix: i64, waited: bool) -> WriteNo;
     /// Writes the tier's own figures (`stats` lines) into `sink`.
     fn stats(&self, sink: &mut dyn crate::stats::StatSink) {
         let _ = sink;

@@ -48,8 +48,13 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
     let r = disk.report().clone();
     let how =
         if r.clean || r.created { "" } else { "; the last run did not shut down cleanly: its journal was replayed" };
+    let replayed = if r.replayed > 0 {
+        format!("; {} changes replayed from the write-ahead log", r.replayed)
+    } else {
+        String::new()
+    };
     log::info!(
-        "data dir {dir}: {} ({} items, {} durability){how}",
+        "data dir {dir}: {} ({} items, {} durability){how}{replayed}",
         if r.created { "created" } else { "opened" },
         r.items,
         if cfg.persistence.durability_sync { "sync" } else { "async" },

@@ -1,10 +1,12 @@
 //! The committer thread: group commit.
 //!
-//! It sleeps until changes are queued, takes all of them, writes them to fjall as one
-//! atomic batch and (sync mode) fsyncs once, then publishes the new durable sequence
-//! number; connections waiting on it acknowledge. Everything queued while it was busy
-//! forms the next batch, so concurrent writers share fsyncs. In async mode batches are
-//! written as they come and fsynced at least every flush interval.
+//! It sleeps until changes are queued, takes all of them, appends them to the
+//! write-ahead log as one frame (`wal.rs`) and (sync mode) fsyncs once, then publishes
+//! the new durable sequence number; connections waiting on it acknowledge. Everything
+//! queued while it was busy forms the next batch, so concurrent writers share fsyncs. In
+//! async mode batches are written as they come and fsynced at least every flush
+//! interval. The logged changes are staged in memory; when enough are, the committer
+//! hands them to the ingest thread (`ingest.rs`), which puts them into fjall.
 //!
 //! A failed write or fsync (disk full, I/O error, read-only remount) degrades the tier:
 //! the batch goes back to the queue, nothing more is acknowledged (connections answer an
@@ -16,15 +18,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::ingest::WAL_FILE_LIMIT;
+use crate::pending::Op;
 use crate::shared::{Durability, Shared};
 
-/// Oldest index entries examined per eviction round.
-const EVICT_BATCH: usize = 256;
 /// How often a degraded tier tries again.
 const RETRY: Duration = Duration::from_secs(1);
 /// Free space a tier degraded by a full disk waits for before trying again: a small
-/// journal write may fit when the next memtable flush (up to 32 MiB) would not, and accepting
-/// writes only to fail again at that flush would flap.
+/// log write may fit when the next ingestion (32 MiB of staged changes written as tables)
+/// would not, and accepting writes only to fail again at that ingestion would flap.
 const SPACE_TO_RESUME: u64 = 40 << 20;
 
 /// Whether an error means the disk (or the quota) is full.
@@ -42,12 +44,17 @@ fn available(dir: &std::path::Path) -> Option<u64> {
     (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// Whether changes were logged since the last fsync (async mode; sync mode fsyncs each
+/// batch before acknowledging it).
+fn unsynced(s: &Shared) -> bool {
+    *s.committed.borrow() > *s.durable.borrow()
+}
+
 /// The committer loop; returns after a clean stop (everything queued written and synced).
 pub(crate) fn run(s: Arc<Shared>) {
     let sync = s.opts.durability == Durability::Sync;
     let interval = s.opts.flush_interval;
     let mut last_persist = Instant::now();
-    let mut unsynced: Option<u64> = None;
     loop {
         if s.failed.load(Ordering::SeqCst) {
             if !retry(&s) {
@@ -62,80 +69,168 @@ pub(crate) fn run(s: Arc<Shared>) {
                 continue;
             }
             last_persist = Instant::now();
-            unsynced = None;
         }
-        let batch = {
+        {
             let mut p = s.pending.lock();
             while p.ops.is_empty() {
-                if s.stopping.load(Ordering::SeqCst) {
+                // Stopping, or the ingest thread failed (the loop's top recovers).
+                if s.stopping.load(Ordering::SeqCst) || s.failed.load(Ordering::SeqCst) {
                     break;
                 }
-                let wait = match unsynced {
-                    Some(_) => interval.saturating_sub(last_persist.elapsed()),
-                    None => Duration::from_secs(1),
+                let wait = match !sync && unsynced(&s) {
+                    true => interval.saturating_sub(last_persist.elapsed()),
+                    false => Duration::from_secs(1),
                 };
                 if wait.is_zero() {
                     break;
                 }
                 s.work.wait_for(&mut p, wait);
             }
-            p.take()
-        };
-        s.space.notify_all();
-        if let Some((last, _)) = batch.last() {
-            let last = *last;
-            let started = Instant::now();
-            let written = write(&s, &batch);
-            s.counters.write_latency.record_since(started);
-            if let Err(e) = written {
-                fail(&s, &e);
-                s.pending.lock().requeue(batch);
+        }
+        if let Err(e) = commit(&s, sync, &mut last_persist) {
+            fail(&s, &e);
+            continue;
+        }
+        let last = *s.committed.borrow();
+        if let Err(e) = maybe_ingest(&s, last) {
+            fail(&s, &e);
+            continue;
+        }
+        if !sync && unsynced(&s) && (last_persist.elapsed() >= interval || s.stopping.load(Ordering::SeqCst)) {
+            if let Err(e) = persist(&s, last) {
+                // In async mode these were acknowledged once the OS had them; an fsync
+                // error means it may have dropped them.
+                fail(&s, &format!("{e} (writes acknowledged since the last sync may be lost)"));
                 continue;
             }
-            if sync {
-                if let Err(e) = persist(&s, last) {
-                    // Not acknowledged: written again once the disk is back.
-                    fail(&s, &e);
-                    s.pending.lock().requeue(batch);
-                    continue;
-                }
-                last_persist = Instant::now();
-            } else {
-                unsynced = Some(last);
-            }
-            // Readable from fjall now: the queue no longer needs to answer for these.
-            s.pending.lock().committed(last);
+            last_persist = Instant::now();
         }
-        if let Some(last) = unsynced {
-            if last_persist.elapsed() >= interval || s.stopping.load(Ordering::SeqCst) {
-                if let Err(e) = persist(&s, last) {
-                    // In async mode these were acknowledged once the OS had them; an fsync
-                    // error means it may have dropped them.
-                    fail(&s, &format!("{e} (writes acknowledged since the last sync may be lost)"));
-                    continue;
-                }
-                last_persist = Instant::now();
-                unsynced = None;
-            }
-        }
-        if s.opts.disk_limit > 0 {
-            evict(&s);
-        }
-        if s.stopping.load(Ordering::SeqCst) && s.pending.lock().ops.is_empty() && unsynced.is_none() {
+        if s.stopping.load(Ordering::SeqCst) && s.pending.lock().ops.is_empty() && !unsynced(&s) {
             return;
         }
     }
 }
 
-/// Write a batch to fjall and publish it as committed.
-fn write(s: &Shared, batch: &[(u64, crate::pending::Op)]) -> Result<(), String> {
-    let meta = *s.meta.lock();
-    let m = s.store.write(batch, s.opts.disk_limit > 0, meta)?;
-    *s.meta.lock() = m;
-    s.counters.bytes.store(m.bytes, Ordering::Relaxed);
+/// Take what is queued and log it as one batch (sync mode: and fsync it). Holds the
+/// commit lock, so batches reach the log in the order they were taken. The batch goes
+/// back to the queue if the disk fails.
+fn commit(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
+    let _lead = s.commit_lock.lock();
+    let batch = s.pending.lock().take();
+    s.space.notify_all();
+    let Some(&(last, _)) = batch.last() else { return Ok(()) };
+    let started = Instant::now();
+    let written = write(s, &batch);
+    s.counters.write_latency.record_since(started);
+    if let Err(e) = written {
+        s.pending.lock().requeue(batch);
+        return Err(e);
+    }
+    s.committed.send_replace(last);
+    if sync {
+        if let Err(e) = persist(s, last) {
+            // Not acknowledged: written again once the disk is back (replay skips a
+            // change it has seen, so a frame logged twice is harmless).
+            s.pending.lock().requeue(batch);
+            return Err(e);
+        }
+        *last_persist = Instant::now();
+    }
+    // Logged: the queue no longer answers for these, the staged states do.
+    s.pending.lock().committed(batch);
+    Ok(())
+}
+
+/// Async mode: log what is queued from the calling thread, a connection about to wait
+/// for its own writes, instead of waking the committer thread and waiting for it (a
+/// context switch each way per batch). False if it could not (another thread is
+/// logging, a flush or backpressure is the committer's to handle, the tier failed): the
+/// caller then wakes the committer.
+pub(crate) fn commit_inline(s: &Shared) -> bool {
+    let Some(_lead) = s.commit_lock.try_lock() else { return false };
+    if s.failed.load(Ordering::Relaxed) {
+        return false;
+    }
+    let batch = {
+        let mut p = s.pending.lock();
+        if p.ops.is_empty() {
+            return true;
+        }
+        if p.flush_seq != 0 || p.staged_bytes >= crate::ingest::stage_limit(&s.opts) {
+            return false;
+        }
+        p.take()
+    };
+    s.space.notify_all();
+    let last = batch.last().map_or(0, |(seq, _)| *seq);
+    let was_synced = !unsynced(s);
+    let started = Instant::now();
+    let written = write(s, &batch);
+    s.counters.write_latency.record_since(started);
+    if let Err(e) = written {
+        s.pending.lock().requeue(batch);
+        fail(s, &e);
+        return true;
+    }
+    s.committed.send_replace(last);
+    s.pending.lock().committed(batch);
+    if was_synced {
+        // The committer fsyncs within the flush interval from now.
+        s.work.notify_one();
+    }
+    true
+}
+
+/// Append a batch to the log and account for it. A `Flush` in it empties fjall at
+/// once (after any running ingestion): rare, and simpler than ordering it with them.
+fn write(s: &Shared, batch: &[(u64, Op)]) -> Result<(), String> {
+    s.wal.lock().append(batch)?;
+    let flush = batch.iter().rev().find(|(_, op)| matches!(op, Op::Flush)).map(|(seq, _)| *seq);
+    {
+        let mut meta = s.meta.lock();
+        for (seq, op) in batch {
+            meta.apply(*seq, op);
+        }
+    }
+    if let Some(at) = flush {
+        if !crate::ingest::wait_idle(s) {
+            return Err(s.reason.lock().clone().unwrap_or_else(|| "stopping".into()));
+        }
+        let _store = s.store_lock.lock();
+        s.store.flush_all()?;
+        let mut meta = *s.meta.lock();
+        // What fjall holds now is the state as of the flush: nothing.
+        let mut at_flush = crate::store::Meta { ingested: at, seq_hwm: at, ..meta };
+        at_flush.items = 0;
+        at_flush.bytes = 0;
+        s.store.write_meta(&at_flush)?;
+        meta.ingested = at;
+        meta.bytes = 0;
+        *s.meta.lock() = meta;
+        s.counters.bytes.store(0, Ordering::Relaxed);
+    }
     s.counters.batches.fetch_add(1, Ordering::Relaxed);
-    if let Some((last, _)) = batch.last() {
-        s.committed.send_replace(*last);
+    Ok(())
+}
+
+/// Hand the staged states to the ingest thread once they (or the log file) are large;
+/// if an ingestion is still running and they have grown to twice the limit, wait for it
+/// (writers then wait on the queue: backpressure).
+fn maybe_ingest(s: &Shared, last: u64) -> Result<(), String> {
+    let staged = s.pending.lock().staged_bytes;
+    let log = s.wal.lock().len();
+    let limit = crate::ingest::stage_limit(&s.opts);
+    if staged < limit && log < WAL_FILE_LIMIT {
+        return Ok(());
+    }
+    if crate::ingest::start(s, last)? {
+        return Ok(());
+    }
+    if staged >= 2 * limit || log >= 2 * WAL_FILE_LIMIT {
+        s.counters.ingest_waits.fetch_add(1, Ordering::Relaxed);
+        if crate::ingest::wait_idle(s) {
+            crate::ingest::start(s, last)?;
+        }
     }
     Ok(())
 }
@@ -143,7 +238,9 @@ fn write(s: &Shared, batch: &[(u64, crate::pending::Op)]) -> Result<(), String> 
 /// fsync, then publish `last` as durable.
 fn persist(s: &Shared, last: u64) -> Result<(), String> {
     let started = Instant::now();
-    let synced = s.store.persist();
+    // Not under the log's lock: connections logging inline go on meanwhile.
+    let handle = s.wal.lock().sync_handle();
+    let synced = handle.and_then(|f| crate::wal::sync_file(&f));
     s.counters.fsync_latency.record_since(started);
     synced?;
     s.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -158,9 +255,9 @@ fn persist(s: &Shared, last: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The disk failed: stop acknowledging (waiters see `failed`), refuse new writes, keep
+/// The disk failed (a log write or fsync, or an ingestion into fjall): stop acknowledging (waiters see `failed`), refuse new writes, keep
 /// serving reads; [`retry`] brings it back.
-fn fail(s: &Shared, e: &str) {
+pub(crate) fn fail(s: &Shared, e: &str) {
     let mut reason = s.reason.lock();
     // fjall refuses everything after its first failure ("Poisoned"): keep the cause.
     if e.contains("Poisoned") && reason.is_some() {
@@ -185,6 +282,7 @@ fn fail(s: &Shared, e: &str) {
     s.durable.send_modify(|_| {});
     s.committed.send_modify(|_| {});
     s.space.notify_all();
+    s.work.notify_all();
 }
 
 /// One recovery attempt of a degraded tier (after waiting up to [`RETRY`], less when
@@ -198,6 +296,11 @@ fn retry(s: &Shared) -> bool {
         }
     }
     let attempt = || -> Result<(), String> {
+        // Reopening first also deletes what a failed ingestion left half-written.
+        {
+            let _store = s.store_lock.lock();
+            s.store.reopen()?;
+        }
         let full = s.reason.lock().as_deref().is_some_and(is_full);
         if full {
             match available(&s.opts.dir) {
@@ -212,15 +315,21 @@ fn retry(s: &Shared) -> bool {
                 _ => {}
             }
         }
-        s.store.reopen()?;
+        // An ingestion that failed is redone first (its changes are still in the log).
+        let failed_job = *s.job.lock();
+        if let Some(job) = failed_job.filter(|j| j.failed) {
+            crate::ingest::ingest(s, job)?;
+        }
+        s.wal.lock().restart()?;
         let batch = s.pending.lock().take();
         let last = batch.last().map(|(seq, _)| *seq);
-        if let Err(e) = write(s, &batch).and_then(|_| s.store.persist()) {
+        if let Err(e) = write(s, &batch).and_then(|_| s.wal.lock().sync()) {
             s.pending.lock().requeue(batch);
             return Err(e);
         }
         if let Some(last) = last {
-            s.pending.lock().committed(last);
+            s.pending.lock().committed(batch);
+            s.committed.send_replace(last);
             s.durable.send_replace(last);
         }
         Ok(())
@@ -241,30 +350,6 @@ fn retry(s: &Shared) -> bool {
                 *reason = Some(e);
             }
             false
-        }
-    }
-}
-
-/// Evict oldest-written items while the logical size is over `--disk-limit`.
-fn evict(s: &Shared) {
-    loop {
-        let meta = *s.meta.lock();
-        if meta.bytes <= s.opts.disk_limit {
-            return;
-        }
-        match s.store.evict_oldest(EVICT_BATCH, meta) {
-            Ok((visited, evicted, m)) => {
-                *s.meta.lock() = m;
-                s.counters.bytes.store(m.bytes, Ordering::Relaxed);
-                s.counters.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
-                if visited == 0 {
-                    return;
-                }
-            }
-            Err(e) => {
-                fail(s, &e);
-                return;
-            }
         }
     }
 }

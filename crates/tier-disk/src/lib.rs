@@ -14,12 +14,14 @@
 
 pub mod checkpoint;
 pub mod committer;
+mod ingest;
 pub mod lock;
 pub mod pending;
 pub mod record;
 mod shared;
 mod store;
 mod tier;
+pub mod wal;
 
 pub use shared::{Durability, Options};
 pub use store::OpenReport;

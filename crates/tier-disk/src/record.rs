@@ -51,18 +51,25 @@ impl Record {
     /// Encode for storage.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(HEADER + self.value.len());
-        b.push(VERSION);
-        b.extend_from_slice(&[0; 4]);
-        b.extend_from_slice(&self.flags.to_le_bytes());
-        b.extend_from_slice(&self.exptime.to_le_bytes());
-        b.extend_from_slice(&self.cas.to_le_bytes());
-        b.extend_from_slice(&self.stored.to_le_bytes());
-        b.extend_from_slice(&self.seq.to_le_bytes());
-        b.push(self.bits);
-        b.extend_from_slice(&self.value);
-        let crc = crc32fast::hash(&b[5..]);
-        b[1..5].copy_from_slice(&crc.to_le_bytes());
+        self.encode_into(&mut b);
         b
+    }
+
+    /// Append the encoded record to `out` (the log frames records without a copy each).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.reserve(HEADER + self.value.len());
+        out.push(VERSION);
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.exptime.to_le_bytes());
+        out.extend_from_slice(&self.cas.to_le_bytes());
+        out.extend_from_slice(&self.stored.to_le_bytes());
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.push(self.bits);
+        out.extend_from_slice(&self.value);
+        let crc = crc32fast::hash(&out[start + 5..]);
+        out[start + 1..start + 5].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// Decode, verifying the checksum.

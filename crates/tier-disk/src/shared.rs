@@ -9,6 +9,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::pending::Pending;
 use crate::store::{Meta, Store};
+use crate::wal::Wal;
 
 /// When a write counts as done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +54,11 @@ pub(crate) struct Counters {
     /// Recoveries from a degraded state.
     pub recoveries: AtomicU64,
     pub bytes: AtomicU64,
-    /// Time to write one batch into fjall (the OS has it after this).
+    /// Ingestions of staged changes into fjall.
+    pub ingestions: AtomicU64,
+    /// Times the committer waited for an ingestion (staged changes at twice the limit).
+    pub ingest_waits: AtomicU64,
+    /// Time to append one batch to the write-ahead log (the OS has it after this).
     pub write_latency: engine::latency::Histogram,
     /// Time of one fsync (the batches before it survive power loss after this).
     pub fsync_latency: engine::latency::Histogram,
@@ -87,7 +92,7 @@ pub(crate) struct Shared {
     pub work: Condvar,
     /// Wakes writers waiting for queue space.
     pub space: Condvar,
-    /// Highest sequence number written to fjall (in the OS: survives a crash of sqlcached).
+    /// Highest sequence number written to the log (in the OS: survives a crash of sqlcached).
     pub committed: tokio::sync::watch::Sender<u64>,
     /// Highest sequence number fsynced (survives power loss).
     pub durable: tokio::sync::watch::Sender<u64>,
@@ -100,4 +105,28 @@ pub(crate) struct Shared {
     pub meta: Mutex<Meta>,
     /// When `DIR/CHECKPOINT` was last rewritten.
     pub last_checkpoint: Mutex<std::time::Instant>,
+    /// The write-ahead log (the committer appends; the ingest thread deletes old files).
+    pub wal: Mutex<Wal>,
+    /// The ingestion handed to the ingest thread, until it is done.
+    pub job: Mutex<Option<Job>>,
+    /// Wakes the ingest thread (a new job, or stopping).
+    pub ingest_work: Condvar,
+    /// Wakes the committer waiting for an ingestion to end.
+    pub ingest_done: Condvar,
+    /// Held by whoever takes a batch from the queue and logs it (the committer, or a
+    /// connection committing inline), so batches reach the log in order.
+    pub commit_lock: Mutex<()>,
+    /// Held by whoever changes fjall (an ingestion, a flush, a reopen): one at a time.
+    pub store_lock: Mutex<()>,
+}
+
+/// One ingestion: the frozen states (`Pending::frozen`) hold every change up to `upto`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Job {
+    /// Highest sequence number the frozen states cover.
+    pub upto: u64,
+    /// The accounting as of `upto` (what fjall's `meta` must say once they are in).
+    pub meta: Meta,
+    /// The ingestion failed: the committer's recovery redoes it.
+    pub failed: bool,
 }

@@ -1,18 +1,20 @@
 //! The fjall database behind the tier: keyspace `data` (key → record), `index`
 //! (write sequence → size and key, oldest first, for `--disk-limit`), and `meta`.
+//! Items arrive as sorted runs ([`Store::ingest`]): fjall writes them straight into
+//! tables, past its memtable and journal (the write-ahead log already has them).
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 
-use crate::pending::Op;
+use crate::pending::States;
 use crate::record::Record;
 
-/// On-disk format version of this directory.
-const FORMAT: u64 = 1;
+/// On-disk format version of this directory: 2 has a write-ahead log (`wal/`) that
+/// version 1's reader would ignore; a version 1 directory is read as it is.
+const FORMAT: u64 = 2;
 
 fn ks_opts() -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default().max_memtable_size(32 << 20)
@@ -43,6 +45,8 @@ pub struct OpenReport {
     /// Items whose eviction index was rebuilt at open (a `--disk-limit` on a directory
     /// written without one).
     pub reindexed: u64,
+    /// Changes replayed from the write-ahead log (logged, not yet in fjall's tables).
+    pub replayed: u64,
 }
 
 /// An open fjall database and its keyspaces.
@@ -63,9 +67,6 @@ pub struct Store {
 
 /// How long [`Store::reopen`] waits for the old database's lock to be released.
 const REOPEN_WAIT: Duration = Duration::from_secs(5);
-
-/// How long a clean stop waits for the memtables to be written out as tables.
-const CLOSE_FLUSH_WAIT: Duration = Duration::from_secs(10);
 
 fn open_db(dir: &Path, cache_bytes: u64) -> Result<Database, fjall::Error> {
     Database::builder(dir.join("db")).cache_size(cache_bytes).max_journaling_size(64 << 20).open()
@@ -91,6 +92,38 @@ pub struct Meta {
     pub bytes: u64,
     /// Items on disk.
     pub items: u64,
+    /// Every change up to this sequence number is in fjall (later ones only in the
+    /// write-ahead log).
+    pub ingested: u64,
+}
+
+impl Meta {
+    /// Account for one change (the committer as it logs it, and the replay at open).
+    /// `bytes` is counted when items reach fjall ([`Store::ingest`]), not here.
+    /// A change at or below `seq_hwm` is already counted (a batch logged again after a
+    /// failed fsync) and is skipped.
+    pub fn apply(&mut self, seq: u64, op: &crate::pending::Op) {
+        use crate::pending::Op;
+        if seq <= self.seq_hwm {
+            return;
+        }
+        self.seq_hwm = seq;
+        match op {
+            Op::Put(_, rec, replaced) => {
+                self.cas_hwm = self.cas_hwm.max(rec.cas);
+                if !replaced {
+                    self.items += 1;
+                }
+            }
+            Op::Delete(_) => self.items = self.items.saturating_sub(1),
+            Op::Flush => {
+                self.items = 0;
+                self.bytes = 0;
+                self.flush_at = 0;
+            }
+            Op::FlushAt(at) => self.flush_at = *at,
+        }
+    }
 }
 
 impl Store {
@@ -118,7 +151,7 @@ impl Store {
             }
         };
         match get_u64("format")? {
-            None | Some(FORMAT) => {}
+            None | Some(1) | Some(FORMAT) => {}
             Some(v) => {
                 return Err(format!(
                     "data directory {} has format version {v}; this sqlcached reads {FORMAT}",
@@ -134,9 +167,12 @@ impl Store {
             flush_at: get_u64("flush_at")?.unwrap_or(0) as i64,
             bytes: get_u64("bytes")?.unwrap_or(0),
             items: get_u64("items")?.unwrap_or(0),
+            ingested: 0,
         };
+        // A version 1 directory has everything in fjall.
+        let meta = Meta { ingested: get_u64("ingested")?.unwrap_or(meta.seq_hwm), ..meta };
         let lost = checkpoint.filter(|c| c.seq > meta.seq_hwm).map(|c| (c.seq, meta.seq_hwm));
-        let report = OpenReport { items: meta.items as usize, clean, created, lost, reindexed: 0 };
+        let report = OpenReport { items: meta.items as usize, clean, created, lost, reindexed: 0, replayed: 0 };
         let store = Store { dir: dir.to_path_buf(), cache_bytes, inner: RwLock::new(Some(inner)) };
         {
             let i = store.inner()?;
@@ -232,77 +268,64 @@ impl Store {
         self.inner()?.db.persist(PersistMode::SyncData).map_err(err)
     }
 
-    /// Write a batch of queued changes atomically (coalescing repeated keys: the last
-    /// change wins), maintaining the eviction index if asked. Returns the logical bytes
-    /// now on disk.
-    pub fn write(&self, ops: &[(u64, Op)], index: bool, mut meta: Meta) -> Result<Meta, String> {
-        let mut start = 0;
-        while start < ops.len() {
-            let end = ops[start..].iter().position(|(_, op)| matches!(op, Op::Flush)).map_or(ops.len(), |p| start + p);
-            self.write_segment(&ops[start..end], index, &mut meta)?;
-            if end < ops.len() {
-                self.flush_all()?;
-                meta.bytes = 0;
-                meta.items = 0;
-                meta.flush_at = 0;
-                meta.seq_hwm = meta.seq_hwm.max(ops[end].0);
+    /// Write the frozen states into fjall as sorted runs (records and tombstones into
+    /// `data`; with `index`, new eviction-index entries, counted into `meta.bytes`),
+    /// then `meta` with `ingested = upto`, and sync. Idempotent: after a crash in the
+    /// middle, the log still holds these changes and they are ingested again.
+    pub fn ingest(&self, states: &States, index: bool, meta: &mut Meta, upto: u64) -> Result<(), String> {
+        let i = self.inner()?;
+        let spaces = &i.spaces;
+        let mut keys: Vec<_> = states.iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut entries = Vec::new();
+        let mut data = spaces.data.start_ingestion().map_err(err)?;
+        for (key, (seq, state)) in keys {
+            match state {
+                Some(rec) => {
+                    let bytes = rec.encode();
+                    if index {
+                        let size = (key.len() + bytes.len() + 32) as u32;
+                        entries.push((*seq, size, key));
+                    }
+                    data.write(key.as_slice(), bytes).map_err(err)?;
+                }
+                None => data.write_tombstone(key.as_slice()).map_err(err)?,
             }
-            start = end + 1;
         }
-        Ok(meta)
+        data.finish().map_err(err)?;
+        if !entries.is_empty() {
+            entries.sort_unstable_by_key(|e| e.0);
+            let mut ix = spaces.index.start_ingestion().map_err(err)?;
+            for (seq, size, key) in entries {
+                let mut v = size.to_le_bytes().to_vec();
+                v.extend_from_slice(key);
+                ix.write(seq.to_be_bytes(), v).map_err(err)?;
+                meta.bytes += size as u64;
+            }
+            ix.finish().map_err(err)?;
+        }
+        meta.ingested = meta.ingested.max(upto);
+        let mut b = i.db.batch();
+        put_meta(&i.meta, &mut b, meta);
+        b.commit().map_err(err)?;
+        drop(i);
+        self.persist()
+    }
+
+    /// Record `meta` (after a flush or at a clean stop) and sync.
+    pub fn write_meta(&self, meta: &Meta) -> Result<(), String> {
+        {
+            let i = self.inner()?;
+            let mut b = i.db.batch();
+            put_meta(&i.meta, &mut b, meta);
+            b.commit().map_err(err)?;
+        }
+        self.persist()
     }
 
     /// Bytes of memtables not yet written out as tables (sealed ones included).
     pub fn memtable_bytes(&self) -> u64 {
         self.inner().map(|i| i.db.write_buffer_size()).unwrap_or(0)
-    }
-
-    fn write_segment(&self, ops: &[(u64, Op)], index: bool, meta: &mut Meta) -> Result<(), String> {
-        for (_, op) in ops {
-            match op {
-                Op::Put(_, _, false) => meta.items += 1,
-                Op::Delete(_) => meta.items = meta.items.saturating_sub(1),
-                _ => {}
-            }
-        }
-        let i = self.inner()?;
-        let spaces = &i.spaces;
-        let mut b = i.db.batch();
-        let mut seen = HashSet::new();
-        for (seq, op) in ops.iter().rev() {
-            meta.seq_hwm = meta.seq_hwm.max(*seq);
-            match op {
-                Op::Put(key, rec, _) => {
-                    meta.cas_hwm = meta.cas_hwm.max(rec.cas);
-                    if !seen.insert(key.as_slice()) {
-                        continue;
-                    }
-                    let bytes = rec.encode();
-                    let size = (key.len() + bytes.len() + 32) as u32;
-                    if index {
-                        let mut v = size.to_le_bytes().to_vec();
-                        v.extend_from_slice(key);
-                        b.insert(&spaces.index, rec.seq.to_be_bytes(), v);
-                        meta.bytes += size as u64;
-                    }
-                    b.insert(&spaces.data, key.as_slice(), bytes);
-                }
-                Op::Delete(key) => {
-                    if seen.insert(key.as_slice()) {
-                        b.remove(&spaces.data, key.as_slice());
-                    }
-                }
-                Op::FlushAt(at) => {
-                    // The newest deadline wins: walking backwards, keep the first one seen.
-                    if seen.insert(b"\0flush_at") {
-                        meta.flush_at = *at;
-                    }
-                }
-                Op::Flush => {}
-            }
-        }
-        put_meta(&i.meta, &mut b, meta);
-        b.commit().map_err(err)
     }
 
     /// Drop every item: replace the keyspaces (frees their files at once).
@@ -320,7 +343,14 @@ impl Store {
     /// Evict up to `n` of the oldest-written items; returns (index entries visited, items
     /// evicted, updated meta).
     /// Index entries of keys rewritten or deleted since are dropped on the way.
-    pub fn evict_oldest(&self, n: usize, mut meta: Meta) -> Result<(usize, usize, Meta), String> {
+    /// A key for which `newer` says memory holds a newer state is not evicted (its newer
+    /// state gets its own index entry when it is ingested).
+    pub fn evict_oldest(
+        &self,
+        n: usize,
+        mut meta: Meta,
+        newer: impl Fn(&[u8]) -> bool,
+    ) -> Result<(usize, usize, Meta), String> {
         let i = self.inner()?;
         let spaces = &i.spaces;
         let mut b = i.db.batch();
@@ -335,10 +365,11 @@ impl Store {
                 continue;
             };
             let (seq, size) = (u64::from_be_bytes(seq), u32::from_le_bytes(*size) as u64);
-            let live = match spaces.data.get(key).map_err(err)? {
-                Some(rec) => Record::decode(&rec).map(|r| r.seq == seq).unwrap_or(true),
-                None => false,
-            };
+            let live = !newer(key)
+                && match spaces.data.get(key).map_err(err)? {
+                    Some(rec) => Record::decode(&rec).map(|r| r.seq == seq).unwrap_or(true),
+                    None => false,
+                };
             if live {
                 b.remove(&spaces.data, key.to_vec());
                 evicted += 1;
@@ -352,47 +383,12 @@ impl Store {
         Ok((visited, evicted, meta))
     }
 
-    /// Record a clean shutdown. The memtables are written out as tables first, so the next
-    /// start skips the journal's entries instead of replaying them into memtables (100k
-    /// items of 200 bytes: 0.44 s → 0.30 s to ready); the journal file itself stays until
-    /// fjall rotates it.
+    /// Record a clean shutdown (after the last ingestion): `meta`, a sync, and the
+    /// clean checkpoint.
     pub fn close(&self, dir: &Path, meta: &Meta) -> Result<(), String> {
-        {
-            let i = self.inner()?;
-            let mut b = i.db.batch();
-            put_meta(&i.meta, &mut b, meta);
-            b.commit().map_err(err)?;
-        }
-        self.persist()?;
-        self.write_out_memtables(CLOSE_FLUSH_WAIT);
-        self.persist()?;
+        self.write_meta(meta)?;
         crate::checkpoint::write(dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
             .map_err(|e| e.to_string())
-    }
-
-    /// Writes the memtables out as tables, waiting at most `wait`. Everything is already in
-    /// the fsynced journal, so a failure or a timeout (a full or failing disk must not hang
-    /// the stop) only means the next start replays the journal: it is logged, not returned.
-    fn write_out_memtables(&self, wait: Duration) {
-        let Ok(i) = self.inner() else { return };
-        let spaces = [&i.spaces.data, &i.spaces.index, &i.meta];
-        for ks in spaces {
-            if let Err(e) = ks.rotate_memtable() {
-                log::warn!(
-                    "writing the memtables out at shutdown failed ({}); the next start replays the journal",
-                    err(e)
-                );
-                return;
-            }
-        }
-        let deadline = Instant::now() + wait;
-        while spaces.iter().any(|ks| ks.sealed_memtable_count() > 0) {
-            if Instant::now() >= deadline {
-                log::warn!("memtables not written out within {wait:?} at shutdown; the next start replays the journal");
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
     }
 
     /// Bytes the database takes on disk.
@@ -422,4 +418,5 @@ fn put_meta(meta_ks: &Keyspace, b: &mut fjall::OwnedWriteBatch, meta: &Meta) {
     b.insert(meta_ks, "flush_at", (meta.flush_at as u64).to_le_bytes());
     b.insert(meta_ks, "bytes", meta.bytes.to_le_bytes());
     b.insert(meta_ks, "items", meta.items.to_le_bytes());
+    b.insert(meta_ks, "ingested", meta.ingested.to_le_bytes());
 }

@@ -1,4 +1,5 @@
-//! [`DiskTier`]: the engine's `Tier` on top of the queue, the committer and fjall.
+//! [`DiskTier`]: the engine's `Tier` on top of the queue, the committer, the
+//! write-ahead log, the ingest thread and fjall.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::store::{Meta, OpenReport, Store};
 pub struct DiskTier {
     shared: Arc<Shared>,
     committer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    ingester: Mutex<Option<std::thread::JoinHandle<()>>>,
     _lock: DirLock,
     report: OpenReport,
     meta_at_open: Meta,
@@ -28,6 +30,8 @@ impl DiskTier {
     pub fn open(opts: Options) -> Result<DiskTier, String> {
         std::fs::create_dir_all(&opts.dir).map_err(|e| format!("cannot create {}: {e}", opts.dir.display()))?;
         let lock = DirLock::acquire(&opts.dir)?;
+        // The log is read (and refused if damaged) before fjall's open writes anything.
+        let log = read_log(&opts.dir)?;
         let (store, mut meta, mut report) = Store::open(&opts.dir, opts.cache_bytes)?;
         if opts.disk_limit > 0 {
             if !store.indexed()? {
@@ -40,9 +44,15 @@ impl DiskTier {
         } else {
             store.set_indexed(false)?;
         }
+        let (wal, pending) = replay_log(&opts.dir, log, &store, &mut meta, &mut report)?;
+        // A limit lower than what is on disk (or newly set) is enforced at once.
+        let job = (opts.disk_limit > 0 && meta.bytes > opts.disk_limit).then_some(crate::shared::Job {
+            upto: meta.ingested,
+            meta,
+            failed: false,
+        });
         let (durable, _) = tokio::sync::watch::channel(meta.seq_hwm);
         let (committed, _) = tokio::sync::watch::channel(meta.seq_hwm);
-        let pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
         let shared = Arc::new(Shared {
             opts,
             store,
@@ -57,6 +67,12 @@ impl DiskTier {
             counters: Counters::default(),
             meta: Mutex::new(meta),
             last_checkpoint: Mutex::new(std::time::Instant::now()),
+            wal: Mutex::new(wal),
+            job: Mutex::new(job),
+            ingest_work: Condvar::new(),
+            ingest_done: Condvar::new(),
+            store_lock: Mutex::new(()),
+            commit_lock: Mutex::new(()),
         });
         shared.counters.bytes.store(meta.bytes, Ordering::Relaxed);
         let s = shared.clone();
@@ -64,7 +80,19 @@ impl DiskTier {
             .name("disk-commit".into())
             .spawn(move || crate::committer::run(s))
             .map_err(|e| e.to_string())?;
-        Ok(DiskTier { shared, committer: Mutex::new(Some(committer)), _lock: lock, report, meta_at_open: meta })
+        let s = shared.clone();
+        let ingester = std::thread::Builder::new()
+            .name("disk-ingest".into())
+            .spawn(move || crate::ingest::run(s))
+            .map_err(|e| e.to_string())?;
+        Ok(DiskTier {
+            shared,
+            committer: Mutex::new(Some(committer)),
+            ingester: Mutex::new(Some(ingester)),
+            _lock: lock,
+            report,
+            meta_at_open: meta,
+        })
     }
 
     /// What opening found (items, clean shutdown or not).
@@ -99,7 +127,19 @@ impl DiskTier {
 
     /// Wait until change `seq` may be acknowledged. `Err(d)` if the disk failed first:
     /// changes up to `d` may still be acknowledged, later ones not.
+    ///
+    /// In async mode the changes are logged by this call's thread: first it yields, so
+    /// that the other connections of this thread that are ready queue their changes too,
+    /// then it logs everything queued as one batch (unless another thread is already
+    /// logging: then the committer thread is woken).
     pub async fn wait_ack(&self, rx: &mut tokio::sync::watch::Receiver<u64>, seq: u64) -> Result<(), u64> {
+        let s = &self.shared;
+        if s.opts.durability == Durability::Async && *rx.borrow() < seq {
+            tokio::task::yield_now().await;
+            if *rx.borrow() < seq && !crate::committer::commit_inline(s) {
+                s.work.notify_one();
+            }
+        }
         let failed = &self.shared.failed;
         let r = rx.wait_for(|&d| d >= seq || failed.load(Ordering::Relaxed)).await.map(|d| *d);
         match r {
@@ -154,21 +194,52 @@ impl DiskTier {
         });
     }
 
-    /// Stop: commit and fsync everything queued, record a clean shutdown.
+    /// Stop: log and fsync everything queued, put what is staged into fjall, record a
+    /// clean shutdown. If fjall cannot take the staged changes (a failing disk), they
+    /// stay in the log and the next start replays it.
     pub fn close(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.work.notify_all();
+        let s = &self.shared;
+        s.stopping.store(true, Ordering::SeqCst);
+        s.work.notify_all();
         if let Some(h) = self.committer.lock().take() {
             let _ = h.join();
         }
-        let meta = *self.shared.meta.lock();
-        if let Err(e) = self.shared.store.close(&self.shared.opts.dir, &meta) {
-            log::error!("clean shutdown of {} failed: {e}", self.shared.opts.dir.display());
+        s.ingest_work.notify_all();
+        if let Some(h) = self.ingester.lock().take() {
+            let _ = h.join();
+        }
+        let dir = s.opts.dir.display();
+        if s.failed.load(Ordering::SeqCst) {
+            // The committer said what could not be written; the log has the rest.
+            return;
+        }
+        let last = *s.committed.borrow();
+        let idle = s.job.lock().is_none();
+        let ingested = idle
+            && ingest_now(s, last)
+                .map_err(|e| {
+                    log::warn!(
+                        "writing the staged changes into fjall at shutdown failed ({e}); nothing is lost: \
+                         the next start replays the journal (the write-ahead log in {dir}/wal)"
+                    )
+                })
+                .is_ok();
+        let meta = *s.meta.lock();
+        let closed = if ingested {
+            s.store.close(&s.opts.dir, &meta)
+        } else {
+            crate::checkpoint::write(&s.opts.dir, crate::checkpoint::Checkpoint { seq: meta.seq_hwm, clean: true })
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = closed {
+            log::error!("clean shutdown of {dir} failed: {e}");
         }
     }
 
     /// Queues a change; returns its sequence number (what a writer waits for).
-    fn enqueue(&self, make: impl FnOnce(u64) -> Op) -> u64 {
+    /// `waited`: its writer will call [`DiskTier::wait_ack`], which logs it in async mode,
+    /// so the committer is not woken for it.
+    fn enqueue(&self, make: impl FnOnce(u64) -> Op, waited: bool) -> u64 {
         let s = &self.shared;
         let mut p = s.pending.lock();
         while p.bytes > s.opts.max_pending_bytes && !s.failed.load(Ordering::Relaxed) {
@@ -182,7 +253,8 @@ impl DiskTier {
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         // The committer takes everything queued when it wakes: waking it again for every
         // change would cost a context switch per write.
-        if was_empty || big {
+        let inline = waited && s.opts.durability == Durability::Async;
+        if (was_empty && !inline) || big {
             s.work.notify_one();
         }
         seq
@@ -201,7 +273,7 @@ impl Tier for DiskTier {
                         log::error!("damaged record on disk ({damage}); dropped");
                         s.counters.damaged.fetch_add(1, Ordering::Relaxed);
                         // Nobody acknowledges this removal: its number is not needed.
-                        let _ = self.enqueue(|_| Op::Delete(key.to_vec()));
+                        let _ = self.enqueue(|_| Op::Delete(key.to_vec()), false);
                         None
                     }
                 },
@@ -222,8 +294,8 @@ impl Tier for DiskTier {
         })
     }
 
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool) -> WriteNo {
-        self.enqueue(|seq| {
+    fn put(&self, key: &[u8], item: TierItem, replaced: bool, waited: bool) -> WriteNo {
+        let op = |seq| {
             let rec = Record {
                 flags: item.flags,
                 exptime: item.exptime_unix,
@@ -234,15 +306,17 @@ impl Tier for DiskTier {
                 value: item.value,
             };
             Op::Put(key.to_vec(), Arc::new(rec), replaced)
-        })
+        };
+        self.enqueue(op, waited)
     }
 
-    fn delete(&self, key: &[u8]) -> WriteNo {
-        self.enqueue(|_| Op::Delete(key.to_vec()))
+    fn delete(&self, key: &[u8], waited: bool) -> WriteNo {
+        self.enqueue(|_| Op::Delete(key.to_vec()), waited)
     }
 
-    fn flush(&self, at_unix: i64) -> WriteNo {
-        self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) })
+    fn flush(&self, at_unix: i64, _waited: bool) -> WriteNo {
+        // The committer empties fjall for a flush: wake it whoever waits.
+        self.enqueue(|_| if at_unix == 0 { Op::Flush } else { Op::FlushAt(at_unix) }, false)
     }
 
     fn stats(&self, sink: &mut dyn StatSink) {
@@ -256,7 +330,13 @@ impl Tier for DiskTier {
         sink.stat("disk_space", Kind::Gauge, &s.store.disk_space());
         sink.stat("disk_limit", Kind::Gauge, &s.opts.disk_limit);
         sink.stat("disk_cache", Kind::Gauge, &s.opts.cache_bytes);
-        sink.stat("disk_memtable_bytes", Kind::Gauge, &s.store.memtable_bytes());
+        let (staged, frozen) = {
+            let p = s.pending.lock();
+            (p.staged_bytes, p.frozen_bytes)
+        };
+        sink.stat("disk_memtable_bytes", Kind::Gauge, &(s.store.memtable_bytes() + (staged + frozen) as u64));
+        sink.stat("disk_log_bytes", Kind::Gauge, &s.wal.lock().disk_bytes());
+        sink.stat("disk_ingestions", Kind::Counter, &get(&c.ingestions));
         sink.stat("disk_writes", Kind::Counter, &get(&c.writes));
         sink.stat("disk_batches", Kind::Counter, &get(&c.batches));
         sink.stat("disk_fsyncs", Kind::Counter, &get(&c.fsyncs));
@@ -274,4 +354,62 @@ impl Tier for DiskTier {
             .collect();
         sink.family("disk_commit_duration", "Disk tier commits: time to write a batch and to fsync", &series);
     }
+}
+
+/// Ingest everything staged up to `last` in this thread (at shutdown).
+fn ingest_now(s: &Shared, last: u64) -> Result<(), String> {
+    crate::ingest::start(s, last)?;
+    let job = *s.job.lock();
+    match job {
+        Some(job) => crate::ingest::ingest(s, job),
+        None => Ok(()),
+    }
+}
+
+/// Read the write-ahead log at open; damage refuses the start, changing nothing.
+fn read_log(dir: &std::path::Path) -> Result<crate::wal::Replay, String> {
+    crate::wal::replay(&crate::wal::dir(dir)).map_err(|e| {
+        format!(
+            "data directory {} is damaged and was left untouched: its write-ahead log cannot be read ({e}). \
+             Move it aside (or start with --data-dir-recover, which renames it to {}.damaged-<time> and starts empty).",
+            dir.display(),
+            dir.display()
+        )
+    })
+}
+
+/// Replay the write-ahead log at open: every change after what fjall holds is counted
+/// into `meta` and staged in memory, as if just logged; a flush in it empties fjall.
+fn replay_log(
+    dir: &std::path::Path,
+    r: crate::wal::Replay,
+    store: &Store,
+    meta: &mut Meta,
+    report: &mut OpenReport,
+) -> Result<(crate::wal::Wal, Pending), String> {
+    r.cut_torn_tails()?;
+    for (path, at) in &r.torn {
+        log::warn!(
+            "write-ahead log {}: a write cut short at byte {at} (a crash during it; never acknowledged in sync mode) was dropped",
+            path.display()
+        );
+    }
+    let ops: Vec<(u64, Op)> = r.ops.into_iter().filter(|(seq, _)| *seq > meta.ingested).collect();
+    if let Some(&(at, _)) = ops.iter().rev().find(|(_, op)| matches!(op, Op::Flush)) {
+        store.flush_all()?;
+        let flushed = Meta { ingested: at, seq_hwm: at, items: 0, bytes: 0, flush_at: 0, ..*meta };
+        store.write_meta(&flushed)?;
+    }
+    for (seq, op) in &ops {
+        meta.apply(*seq, op);
+    }
+    report.replayed = ops.len() as u64;
+    report.items = meta.items as usize;
+    if let Some((durable, _)) = report.lost {
+        report.lost = (durable > meta.seq_hwm).then_some((durable, meta.seq_hwm));
+    }
+    let mut pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
+    pending.committed(ops);
+    let wal = crate::wal::Wal::open(dir, r.next_file, r.files)?;
+    Ok((wal, pending))
 }

@@ -1,0 +1,114 @@
+"""The write-ahead log (DIR/wal) and its ingestion into fjall's tables.
+
+A write is acknowledged once it is in the log; the newest state of each key stays in
+memory until the ingest thread writes it into fjall as tables (after 32 MiB of staged
+changes or a 64 MiB log file) and deletes the log files that are then redundant. These
+tests cross an ingestion with every kind of change and kill the server at the worst
+moments: the state after a restart is exactly what was acknowledged."""
+import time
+
+import pytest
+
+from pclient import Conn, make_value, parse_value, wait_for
+
+SIZE = 4096
+N = 10_000  # 40 MB of distinct keys: more than the 32 MiB staged before an ingestion
+
+
+def key(i):
+    return f"w{i}"
+
+
+def stats(port):
+    with Conn(port) as c:
+        return c.stats()
+
+
+def check(port, expect):
+    """expect: key -> version (None: absent). Returns the keys whose state differs."""
+    keys = sorted(expect)
+    with Conn(port) as c:
+        got = c.get_multi(keys, batch=400)
+    bad = []
+    for k in keys:
+        v = expect[k]
+        if v is None:
+            if k in got:
+                bad.append((k, "present"))
+        elif k not in got:
+            bad.append((k, "missing"))
+        elif parse_value(k, got[k][1]) != v:
+            bad.append((k, f"version {parse_value(k, got[k][1])} instead of {v}"))
+    return bad
+
+
+@pytest.mark.parametrize("durability", ["async", "sync"])
+def test_changes_across_an_ingestion_survive_sigkill(persistent, durability):
+    srv = persistent.start("-m", "8", "--durability", durability)
+    expect = {}
+    with Conn(srv.port) as c:
+        assert c.set_many((key(i), make_value(key(i), 1, SIZE), 1) for i in range(N)) == N
+    expect.update({key(i): 1 for i in range(N)})
+    st = wait_for(lambda: (lambda s: s if int(s["disk_ingestions"]) >= 1 else None)(stats(srv.port)), 10)
+    assert st, f"no ingestion after {N * SIZE >> 20} MB of writes: {stats(srv.port)}"
+    # After the ingestion: overwrite some keys (fjall has the old value), delete others,
+    # write new ones; all of it only in the log when the server is killed.
+    with Conn(srv.port) as c:
+        assert c.set_many((key(i), make_value(key(i), 2, SIZE), 2) for i in range(0, 500)) == 500
+        c.send(b"".join(b"delete %s\r\n" % key(i).encode() for i in range(500, 1000)))
+        assert all(c.readline() == b"DELETED" for _ in range(500, 1000))
+        assert c.set_many((key(i), make_value(key(i), 3, SIZE), 3) for i in range(N, N + 500)) == 500
+    expect.update({key(i): 2 for i in range(0, 500)})
+    expect.update({key(i): None for i in range(500, 1000)})
+    expect.update({key(i): 3 for i in range(N, N + 500)})
+    items = int(stats(srv.port)["disk_items"])
+    assert items == N, f"disk_items {items}: {N} written, 500 deleted, 500 added"
+    srv.sigkill()
+    srv = persistent.restart(srv)
+    assert not check(srv.port, expect)[:5]
+    st = stats(srv.port)
+    assert int(st["disk_items"]) == N, f"disk_items {st['disk_items']} after the replay"
+    assert "replayed from the write-ahead log" in srv.run_log()
+    # A clean stop ingests what is staged: the next start replays nothing, the log is
+    # (nearly) empty, and everything is still there.
+    assert srv.terminate() == 0
+    srv = persistent.restart(srv)
+    assert "replayed from the write-ahead log" not in srv.run_log()
+    assert int(stats(srv.port)["disk_log_bytes"]) < 1 << 20
+    assert not check(srv.port, expect)[:5]
+
+
+def test_flush_all_in_the_log_empties_fjall_after_a_crash(persistent):
+    """flush_all after an ingestion, then new writes, then SIGKILL: the restart replays
+    the flush (fjall's older tables must not come back) and the writes after it."""
+    srv = persistent.start("-m", "8", "--durability", "sync")
+    with Conn(srv.port) as c:
+        assert c.set_many((key(i), make_value(key(i), 1, SIZE), 1) for i in range(N)) == N
+    assert wait_for(lambda: int(stats(srv.port)["disk_ingestions"]) >= 1, 10)
+    with Conn(srv.port) as c:
+        c.send(b"flush_all\r\n")
+        assert c.readline() == b"OK"
+        assert c.set_many((key(i), make_value(key(i), 5, SIZE), 5) for i in range(100)) == 100
+    srv.sigkill()
+    srv = persistent.restart(srv)
+    expect = {key(i): (5 if i < 100 else None) for i in range(0, N, 7)}
+    assert not check(srv.port, expect)[:5]
+    assert int(stats(srv.port)["disk_items"]) == 100
+
+
+def test_log_files_are_deleted_once_ingested(persistent):
+    """Rewriting the same keys: each 64 MiB log file is ingested and deleted, so the log
+    stays bounded while far more than that is written."""
+    srv = persistent.start("-m", "64", "--durability", "async")
+    keys = [f"r{i}" for i in range(2000)]  # 8 MB live
+    for rnd in range(25):  # 200 MB written
+        with Conn(srv.port) as c:
+            assert c.set_many((k, make_value(k, rnd, SIZE), rnd) for k in keys) == len(keys)
+    st = wait_for(lambda: (lambda s: s if int(s["disk_log_bytes"]) < 140 << 20 else None)(stats(srv.port)), 10)
+    st = st or stats(srv.port)
+    assert int(st["disk_ingestions"]) >= 2, st
+    assert int(st["disk_log_bytes"]) < 140 << 20, f"log not trimmed: {st['disk_log_bytes']} bytes after 200 MB"
+    time.sleep(0.2)
+    srv.sigkill()
+    srv = persistent.restart(srv)
+    assert not check(srv.port, {k: 24 for k in keys})[:5]
