@@ -156,7 +156,7 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
         if p.ops.is_empty() {
             return true;
         }
-        if p.flush_seq != 0 || p.staged_bytes >= crate::ingest::stage_limit(&s.opts) {
+        if p.flush_seq != 0 || p.staged_bytes >= 2 * crate::ingest::stage_limit(&s.opts) {
             return false;
         }
         p.take()
@@ -173,9 +173,15 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
         return true;
     }
     s.committed.send_replace(last);
-    s.pending.lock().committed(batch);
-    if was_synced {
-        // The committer fsyncs within the flush interval from now.
+    let staged = {
+        let mut p = s.pending.lock();
+        p.committed(batch);
+        p.staged_bytes
+    };
+    let due = staged >= crate::ingest::stage_limit(&s.opts) || s.wal.lock().len() >= WAL_FILE_LIMIT;
+    if was_synced || (due && s.job.lock().is_none()) {
+        // The committer fsyncs within the flush interval from now, and starts an
+        // ingestion when one is due.
         s.work.notify_one();
     }
     true

@@ -214,16 +214,14 @@ impl DiskTier {
             return;
         }
         let last = *s.committed.borrow();
-        let idle = s.job.lock().is_none();
-        let ingested = idle
-            && ingest_now(s, last)
-                .map_err(|e| {
-                    log::warn!(
-                        "writing the staged changes into fjall at shutdown failed ({e}); nothing is lost: \
+        let ingested = ingest_now(s, last)
+            .map_err(|e| {
+                log::warn!(
+                    "writing the staged changes into fjall at shutdown failed ({e}); nothing is lost: \
                          the next start replays the journal (the write-ahead log in {dir}/wal)"
-                    )
-                })
-                .is_ok();
+                )
+            })
+            .is_ok();
         let meta = *s.meta.lock();
         let closed = if ingested {
             s.store.close(&s.opts.dir, &meta)
@@ -356,8 +354,13 @@ impl Tier for DiskTier {
     }
 }
 
-/// Ingest everything staged up to `last` in this thread (at shutdown).
+/// Ingest everything staged up to `last` in this thread (at shutdown), after an
+/// ingestion the ingest thread left (it stops once nothing is handed to it).
 fn ingest_now(s: &Shared, last: u64) -> Result<(), String> {
+    let left = *s.job.lock();
+    if let Some(job) = left {
+        crate::ingest::ingest(s, job)?;
+    }
     crate::ingest::start(s, last)?;
     let job = *s.job.lock();
     match job {
@@ -410,6 +413,11 @@ fn replay_log(
     }
     let mut pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
     pending.committed(ops);
-    let wal = crate::wal::Wal::open(dir, r.next_file, r.files)?;
+    let mut wal = crate::wal::Wal::open(dir, r.next_file, r.files)?;
+    // Files whose every change fjall already has (an ingestion that ended just before a
+    // crash, or an empty file of a clean stop) go now.
+    if let Err(e) = wal.remove_upto(meta.ingested) {
+        log::warn!("write-ahead log: {e}");
+    }
     Ok((wal, pending))
 }
