@@ -45,8 +45,8 @@ def stats(port):
 
 
 def test_read_errors_are_misses_then_served_again(persistent, shim):
-    """40 MB into -m 8: fjall flushes its 32 MB memtable into segment files; after a restart
-    (cold block cache) the oldest items can only come from those files."""
+    """40 MB into -m 8: the staged changes are ingested into fjall's table files; after a
+    restart (cold block cache) the oldest items can only come from those files."""
     fault = diskfault.DiskFault(shim, persistent.dir, persistent.tmp / "ctl")
     n, size = 10_000, 4096
     srv = persistent.start("-m", "8", env=fault.env())
@@ -177,10 +177,10 @@ def test_writes_in_flight_when_the_disk_fails_each_get_their_error(persistent, s
 
 
 def test_clean_stop_with_a_failing_disk_does_not_hang(persistent, shim):
-    """A clean stop writes the memtables out as tables; with every write to a table failing
-    (the fault covers only db/keyspaces/, so the journal still works) that cannot happen, and
-    the stop must still end (bounded wait, logged), with every acknowledged write read back
-    after the fault clears (the journal has them)."""
+    """A clean stop ingests the staged changes into fjall's tables; with every write to a
+    table failing (the fault covers only db/keyspaces/, so the write-ahead log still works)
+    that cannot happen, and the stop must still end (bounded wait, logged), with every
+    acknowledged write read back after the fault clears (the write-ahead log has them)."""
     fault = diskfault.DiskFault(shim, persistent.dir / "db" / "keyspaces", persistent.tmp / "ctl")
     srv = persistent.start("--durability", "sync", env=fault.env())
     acked = [key(i) for i in range(300)]

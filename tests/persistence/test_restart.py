@@ -367,22 +367,23 @@ def table_bytes(data_dir) -> int:
 
 
 def test_clean_stop_writes_memtables_out(persistent):
-    """A clean stop writes the memtables out as tables, so the next start skips the journal's
-    entries instead of replaying them (seed 002's replay found start-up growing with the data
-    after a clean stop: the tables were empty, everything lived in the journal). Everything
-    is still there afterwards, and the start says the stop was clean."""
+    """A clean stop ingests the staged changes into fjall's tables, so the next start
+    replays nothing from the write-ahead log (seed 002's replay found start-up growing with
+    the data after a clean stop: the tables were empty, everything lived in the journal).
+    Everything is still there afterwards, and the start says the stop was clean."""
     srv = persistent.start("-m", "64")
     items = {f"j{i}": (i % 7, make_value(f"j{i}", 1, 300)) for i in range(20000)}
     with Conn(srv.port) as c:
         for k, (flags, v) in items.items():
             c.send(b"set %s %d 0 %d noreply\r\n%s\r\n" % (k.encode(), flags, len(v), v))
         assert c.set("last", b"x") == b"STORED"
-    assert table_bytes(persistent.dir) < 1 << 20, "the ~6 MB just written should still be in memtables"
+    assert table_bytes(persistent.dir) < 1 << 20, "the ~6 MB just written should still be staged (only in the write-ahead log)"
     assert srv.terminate() == 0
     after = table_bytes(persistent.dir)
     assert after > 4 << 20, f"after a clean stop the tables hold only {after} bytes"
     srv = persistent.restart(srv)
     assert UNCLEAN not in persistent.log.read_text()
+    assert "replayed from the write-ahead log" not in persistent.log.read_text()
     assert check_items(srv.port, items) == []
 
 
