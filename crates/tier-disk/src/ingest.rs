@@ -51,7 +51,7 @@ pub(crate) fn run(s: Arc<Shared>) {
             if let Some(j) = s.job.lock().as_mut() {
                 j.failed = true;
             }
-            crate::committer::fail(&s, &format!("writing staged changes into fjall: {e}"));
+            crate::fault::fail(&s, &format!("writing staged changes into fjall: {e}"));
         }
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod checkpoint;
 pub mod committer;
+mod fault;
 mod ingest;
 pub mod lock;
 pub mod pending;

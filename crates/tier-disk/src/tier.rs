@@ -158,7 +158,7 @@ impl DiskTier {
         }
         let reason = self.shared.reason.lock();
         let r = reason.as_deref().unwrap_or("");
-        Some(if crate::committer::is_full(r) { "out of space for persistence" } else { "persistence failed" })
+        Some(if crate::fault::is_full(r) { "out of space for persistence" } else { "persistence failed" })
     }
 
     /// Whether the disk failed (writes can no longer be made durable).
