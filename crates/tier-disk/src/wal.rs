@@ -142,13 +142,10 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
     let mut at = 0usize;
     while at < bytes.len() {
         let rest = &bytes[at..];
-        let torn = Ok(Scan { ops: Vec::new(), good_len: at as u64, torn_at: Some(at as u64) });
-        if rest.iter().all(|&b| b == 0) {
-            // Space the file system allocated for a write that never landed.
-            return torn.map(|s: Scan| Scan { ops, ..s });
-        }
-        if rest.len() < FRAME_HEADER {
-            return torn.map(|s: Scan| Scan { ops, ..s });
+        let torn = |ops| Ok(Scan { ops, good_len: at as u64, torn_at: Some(at as u64) });
+        // All zeros: space the file system allocated for a write that never landed.
+        if rest.len() < FRAME_HEADER || rest.iter().all(|&b| b == 0) {
+            return torn(ops);
         }
         let len = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes"));
@@ -162,18 +159,17 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
         if len > MAX_PAYLOAD {
             return bad("impossible length");
         }
-        if rest.len() < FRAME_HEADER + len {
-            return torn.map(|s: Scan| Scan { ops, ..s });
+        let end = FRAME_HEADER + len;
+        if rest.len() < end {
+            return torn(ops);
         }
-        let payload = &rest[FRAME_HEADER..FRAME_HEADER + len];
+        let payload = &rest[FRAME_HEADER..end];
         if crc32fast::hash(payload) != crc {
-            if rest.len() == FRAME_HEADER + len {
-                return torn.map(|s: Scan| Scan { ops, ..s });
-            }
-            return bad("checksum mismatch");
+            // A frame whose changes were cut short runs to the end of the file.
+            return if rest.len() == end { torn(ops) } else { bad("checksum mismatch") };
         }
         ops.extend(decode_payload(payload).map_err(|e| format!("damaged frame at byte {at}: {e}"))?);
-        at += FRAME_HEADER + len;
+        at += end;
     }
     Ok(Scan { ops, good_len: at as u64, torn_at: None })
 }
