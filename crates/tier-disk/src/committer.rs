@@ -184,16 +184,12 @@ fn write(s: &Shared, batch: &[(u64, Op)]) -> Result<(), String> {
             return Err(s.reason.lock().clone().unwrap_or_else(|| "stopping".into()));
         }
         let _store = s.store_lock.lock();
-        s.store.flush_all()?;
-        let mut meta = *s.meta.lock();
-        // What fjall holds now is the state as of the flush: nothing.
-        let mut at_flush = crate::store::Meta { ingested: at, seq_hwm: at, ..meta };
-        at_flush.items = 0;
-        at_flush.bytes = 0;
-        s.store.write_meta(&at_flush)?;
-        meta.ingested = at;
-        meta.bytes = 0;
-        *s.meta.lock() = meta;
+        let meta = *s.meta.lock();
+        s.store.flush_as_of(at, &meta)?;
+        let mut m = s.meta.lock();
+        m.ingested = at;
+        m.bytes = 0;
+        drop(m);
         s.counters.bytes.store(0, Ordering::Relaxed);
     }
     s.counters.batches.fetch_add(1, Ordering::Relaxed);

@@ -328,6 +328,14 @@ impl Store {
         self.inner().map(|i| i.db.write_buffer_size()).unwrap_or(0)
     }
 
+    /// Apply a `flush_all` logged at sequence `at`: drop every item and record fjall's
+    /// `meta` as of that flush (nothing held, `ingested = at`; later changes are replayed
+    /// from the log). Used as the committer logs it and as the log is replayed at open.
+    pub fn flush_as_of(&self, at: u64, meta: &Meta) -> Result<(), String> {
+        self.flush_all()?;
+        self.write_meta(&Meta { ingested: at, seq_hwm: at, items: 0, bytes: 0, flush_at: 0, ..*meta })
+    }
+
     /// Drop every item: replace the keyspaces (frees their files at once).
     pub fn flush_all(&self) -> Result<(), String> {
         let mut g = self.inner.write();

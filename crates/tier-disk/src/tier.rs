@@ -399,9 +399,7 @@ fn replay_log(
     }
     let ops: Vec<(u64, Op)> = r.ops.into_iter().filter(|(seq, _)| *seq > meta.ingested).collect();
     if let Some(&(at, _)) = ops.iter().rev().find(|(_, op)| matches!(op, Op::Flush)) {
-        store.flush_all()?;
-        let flushed = Meta { ingested: at, seq_hwm: at, items: 0, bytes: 0, flush_at: 0, ..*meta };
-        store.write_meta(&flushed)?;
+        store.flush_as_of(at, meta)?;
     }
     for (seq, op) in &ops {
         meta.apply(*seq, op);
