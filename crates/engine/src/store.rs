@@ -570,9 +570,9 @@ fn segment_size(limit: usize, shards: usize) -> usize {
 }
 
 /// The tier's view of an item.
-fn tier_item(engine: &Engine, it: &Item) -> TierItem {
+fn tier_item<'a>(engine: &Engine, it: &'a Item) -> TierItem<&'a [u8]> {
     TierItem {
-        value: it.value().to_vec(),
+        value: it.value(),
         flags: it.flags,
         exptime_unix: engine.clock.to_unix(it.exptime),
         cas: it.cas,

@@ -47,11 +47,13 @@ impl Receipt {
     }
 }
 
-/// An item as the storage tier sees it.
+/// An item as the storage tier sees it: owning its value as a read returns it
+/// (`TierItem`), or borrowing it from memory as a write hands it down
+/// (`TierItem<&[u8]>`, so that the tier copies the value once, into its own record).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TierItem {
+pub struct TierItem<V = Vec<u8>> {
     /// The value bytes.
-    pub value: Vec<u8>,
+    pub value: V,
     /// Client flags.
     pub flags: u32,
     /// Absolute unix expiry time, 0 for never.
@@ -73,7 +75,7 @@ pub trait Tier: Send + Sync {
     /// engine always looks a key up, in memory or below, before storing it).
     /// Returns the change's number (durable once the tier says so). `waited`: a caller
     /// will wait for that number ([`Receipt::waited`]).
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool, waited: bool) -> WriteNo;
+    fn put(&self, key: &[u8], item: TierItem<&[u8]>, replaced: bool, waited: bool) -> WriteNo;
     /// Persist a removal; returns its number.
     fn delete(&self, key: &[u8], waited: bool) -> WriteNo;
     /// Persist `flush_all`: `at_unix` 0 drops everything now; otherwise items stored

@@ -73,10 +73,6 @@ pub(crate) fn run(s: Arc<Shared>) {
             continue;
         }
         let last = *s.committed.borrow();
-        if let Err(e) = maybe_ingest(&s, last) {
-            fail(&s, &e);
-            continue;
-        }
         if !sync && unsynced(&s) && (last_persist.elapsed() >= interval || s.stopping.load(Ordering::SeqCst)) {
             if let Err(e) = persist(&s, last) {
                 // In async mode these were acknowledged once the OS had them; an fsync
@@ -92,11 +88,17 @@ pub(crate) fn run(s: Arc<Shared>) {
     }
 }
 
-/// Take what is queued and log it as one batch (sync mode: and fsync it). Holds the
-/// commit lock, so batches reach the log in the order they were taken. The batch goes
-/// back to the queue if the disk fails.
+/// Take what is queued and log it as one batch (sync mode: and fsync it), then start an
+/// ingestion if one is due. Holds the commit lock, so batches reach the log in the order
+/// they were taken. The batch goes back to the queue if the disk fails.
 fn commit(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
     let _lead = s.commit_lock.lock();
+    log_queued(s, sync, last_persist)?;
+    maybe_ingest(s, sync, last_persist)
+}
+
+/// Log everything queued as one batch (commit lock held); in sync mode fsync it too.
+fn log_queued(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
     let batch = s.pending.lock().take();
     s.space.notify_all();
     let Some(&(last, _)) = batch.last() else { return Ok(()) };
@@ -117,8 +119,7 @@ fn commit(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), Stri
         }
         *last_persist = Instant::now();
     }
-    // Logged: the queue no longer answers for these, the staged states do.
-    s.pending.lock().committed(batch);
+    s.pending.lock().logged(last);
     Ok(())
 }
 
@@ -137,7 +138,7 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
         if p.ops.is_empty() {
             return true;
         }
-        if p.flush_seq != 0 || p.staged_bytes >= 2 * crate::ingest::stage_limit(&s.opts) {
+        if p.flush_seq != 0 || p.staged.bytes() >= 2 * crate::ingest::stage_limit(&s.opts) {
             return false;
         }
         p.take()
@@ -156,8 +157,8 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
     s.committed.send_replace(last);
     let staged = {
         let mut p = s.pending.lock();
-        p.committed(batch);
-        p.staged_bytes
+        p.logged(last);
+        p.staged.bytes()
     };
     let due = staged >= crate::ingest::stage_limit(&s.opts) || s.wal.lock().len() >= WAL_FILE_LIMIT;
     if was_synced || (due && s.job.lock().is_none()) {
@@ -196,26 +197,62 @@ fn write(s: &Shared, batch: &[(u64, Op)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Hand the staged states to the ingest thread once they (or the log file) are large;
-/// if an ingestion is still running and they have grown to twice the limit, wait for it
-/// (writers then wait on the queue: backpressure).
-fn maybe_ingest(s: &Shared, last: u64) -> Result<(), String> {
-    let staged = s.pending.lock().staged_bytes;
+/// Hand the staged states to the ingest thread once they (or the log file) are large
+/// (commit lock held); if an ingestion is still running and they have grown to twice
+/// the limit, wait for it (writers then wait on the queue: backpressure).
+fn maybe_ingest(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
+    let staged = s.pending.lock().staged.bytes();
     let log = s.wal.lock().len();
     let limit = crate::ingest::stage_limit(&s.opts);
     if staged < limit && log < WAL_FILE_LIMIT {
         return Ok(());
     }
-    if crate::ingest::start(s, last)? {
+    if start_ingestion(s, sync, last_persist)? {
         return Ok(());
     }
     if staged >= 2 * limit || log >= 2 * WAL_FILE_LIMIT {
         s.counters.ingest_waits.fetch_add(1, Ordering::Relaxed);
         if crate::ingest::wait_idle(s) {
-            crate::ingest::start(s, last)?;
+            start_ingestion(s, sync, last_persist)?;
         }
     }
     Ok(())
+}
+
+/// Times [`start_ingestion`] logs what was queued meanwhile before it gives up until
+/// the next batch (each round logs what arrived during the one before).
+const DRAIN_ROUNDS: usize = 8;
+
+/// Start an ingestion of everything staged, if none is running (commit lock held; the
+/// committer, or the stop). The staged states include changes still queued, so those
+/// are logged first: a frozen state must be in the log, whose files the ingestion
+/// deletes. With the queue empty the states are frozen, the log file is sealed (it
+/// then holds nothing newer than the frozen states) and the ingest thread takes over.
+/// False if no ingestion was started.
+pub(crate) fn start_ingestion(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<bool, String> {
+    if s.job.lock().is_some() {
+        return Ok(false);
+    }
+    for _ in 0..DRAIN_ROUNDS {
+        {
+            let mut p = s.pending.lock();
+            if p.ops.is_empty() {
+                // Nothing may be staged (a flush made the logged changes moot): the job
+                // still records `upto` in fjall, so the sealed files can go.
+                p.freeze();
+                drop(p);
+                let upto = *s.committed.borrow();
+                let meta = *s.meta.lock();
+                *s.job.lock() = Some(crate::shared::Job { upto, meta, failed: false });
+                // Sealed or not, the job is sound: only sealed files are deleted after it.
+                let sealed = s.wal.lock().rotate();
+                s.ingest_work.notify_one();
+                return sealed.map(|_| true);
+            }
+        }
+        log_queued(s, sync, last_persist)?;
+    }
+    Ok(false)
 }
 
 /// fsync, then publish `last` as durable.
@@ -281,7 +318,7 @@ fn retry(s: &Shared) -> bool {
             return Err(e);
         }
         if let Some(last) = last {
-            s.pending.lock().committed(batch);
+            s.pending.lock().logged(last);
             s.committed.send_replace(last);
             s.durable.send_replace(last);
         }

@@ -1,8 +1,9 @@
 //! The ingest thread: staged changes into fjall's tables, old log files deleted.
 //!
 //! When the staged states grow past [`STAGE_LIMIT`] (or the log file past
-//! [`WAL_FILE_LIMIT`]), the committer seals the log file, freezes the states and hands
-//! them over as a [`Job`]. This thread sorts them and has fjall write them as new tables
+//! [`WAL_FILE_LIMIT`]), the committer logs what is still queued, freezes the states,
+//! seals the log file and hands them over as a [`Job`]
+//! (`committer::start_ingestion`). This thread sorts them and has fjall write them as new tables
 //! (records and tombstones; an ingestion skips fjall's memtable and journal), records in
 //! fjall's `meta` that everything up to the job's sequence number is in, evicts for
 //! `--disk-limit`, and deletes the log files that are now redundant. Reads find the
@@ -103,23 +104,6 @@ fn evict(s: &Shared, mut meta: crate::store::Meta) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Start an ingestion of everything staged up to `upto` if none is running (the
-/// committer, right after logging the batch that ends at `upto`). Seals the log file
-/// first, so that the sealed files hold nothing newer than `upto`.
-pub(crate) fn start(s: &Shared, upto: u64) -> Result<bool, String> {
-    if s.job.lock().is_some() {
-        return Ok(false);
-    }
-    s.wal.lock().rotate()?;
-    // Nothing may be staged (a flush made the logged changes moot): the job still
-    // records `upto` in fjall, so the sealed files can go.
-    s.pending.lock().freeze();
-    let meta = *s.meta.lock();
-    *s.job.lock() = Some(Job { upto, meta, failed: false });
-    s.ingest_work.notify_one();
-    Ok(true)
 }
 
 /// Wait until no ingestion runs (a failed one counts as running: the committer's

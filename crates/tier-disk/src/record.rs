@@ -7,9 +7,10 @@ const VERSION: u8 = 1;
 /// Bytes before the value.
 pub const HEADER: usize = 42;
 
-/// An item as stored on disk.
+/// An item as stored on disk: owning its value as decoded (`Record`), or borrowing it as
+/// a write encodes it (`Record<&[u8]>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Record {
+pub struct Record<V = Vec<u8>> {
     /// Client flags.
     pub flags: u32,
     /// Absolute unix expiry, 0 for never.
@@ -23,7 +24,7 @@ pub struct Record {
     /// Item state bits kept across restarts (stale, recache token sent, binary key).
     pub bits: u8,
     /// The value.
-    pub value: Vec<u8>,
+    pub value: V,
 }
 
 /// Why a record could not be decoded.
@@ -47,10 +48,10 @@ impl std::fmt::Display for Damage {
     }
 }
 
-impl Record {
+impl<V: AsRef<[u8]>> Record<V> {
     /// Encode for storage.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(HEADER + self.value.len());
+        let mut b = Vec::with_capacity(HEADER + self.value.as_ref().len());
         self.encode_into(&mut b);
         b
     }
@@ -58,7 +59,8 @@ impl Record {
     /// Append the encoded record to `out` (the log frames records without a copy each).
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        out.reserve(HEADER + self.value.len());
+        let value = self.value.as_ref();
+        out.reserve(HEADER + value.len());
         out.push(VERSION);
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(&self.flags.to_le_bytes());
@@ -67,13 +69,15 @@ impl Record {
         out.extend_from_slice(&self.stored.to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.push(self.bits);
-        out.extend_from_slice(&self.value);
+        out.extend_from_slice(value);
         let crc = crc32fast::hash(&out[start + 5..]);
         out[start + 1..start + 5].copy_from_slice(&crc.to_le_bytes());
     }
+}
 
-    /// Decode, verifying the checksum.
-    pub fn decode(b: &[u8]) -> Result<Record, Damage> {
+impl Record {
+    /// Check an encoded record's version and checksum without decoding it.
+    pub fn check(b: &[u8]) -> Result<(), Damage> {
         if b.len() < HEADER {
             return Err(Damage::Truncated);
         }
@@ -84,6 +88,17 @@ impl Record {
         if crc32fast::hash(&b[5..]) != crc {
             return Err(Damage::Checksum);
         }
+        Ok(())
+    }
+
+    /// The CAS unique of an encoded record (already checked).
+    pub fn cas_of(b: &[u8]) -> u64 {
+        u64::from_le_bytes(b[17..25].try_into().expect("8 bytes"))
+    }
+
+    /// Decode, verifying the checksum.
+    pub fn decode(b: &[u8]) -> Result<Record, Damage> {
+        Record::check(b)?;
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         Ok(Record {
             flags: u32::from_le_bytes(b[5..9].try_into().expect("4 bytes")),
@@ -114,6 +129,7 @@ mod tests {
         };
         let mut b = r.encode();
         assert_eq!(Record::decode(&b), Ok(r));
+        assert_eq!(Record::cas_of(&b), 42);
         b[HEADER] ^= 1;
         assert_eq!(Record::decode(&b), Err(Damage::Checksum));
         assert_eq!(Record::decode(&b[..10]), Err(Damage::Truncated));

@@ -109,8 +109,8 @@ impl Meta {
         }
         self.seq_hwm = seq;
         match op {
-            Op::Put(_, rec, replaced) => {
-                self.cas_hwm = self.cas_hwm.max(rec.cas);
+            Op::Put(e, replaced) => {
+                self.cas_hwm = self.cas_hwm.max(e.record().map_or(0, Record::cas_of));
                 if !replaced {
                     self.items += 1;
                 }
@@ -276,20 +276,20 @@ impl Store {
         let i = self.inner()?;
         let spaces = &i.spaces;
         let mut keys: Vec<_> = states.iter().collect();
-        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keys.sort_unstable_by(|a, b| a.1.key().cmp(b.1.key()));
         let mut entries = Vec::new();
         let mut data = spaces.data.start_ingestion().map_err(err)?;
-        for (key, (seq, state)) in keys {
-            match state {
+        for (seq, e) in keys {
+            let key = e.key();
+            match e.record() {
                 Some(rec) => {
-                    let bytes = rec.encode();
                     if index {
-                        let size = (key.len() + bytes.len() + 32) as u32;
+                        let size = (key.len() + rec.len() + 32) as u32;
                         entries.push((*seq, size, key));
                     }
-                    data.write(key.as_slice(), bytes).map_err(err)?;
+                    data.write(key, rec).map_err(err)?;
                 }
-                None => data.write_tombstone(key.as_slice()).map_err(err)?,
+                None => data.write_tombstone(key).map_err(err)?,
             }
         }
         data.finish().map_err(err)?;

@@ -9,6 +9,7 @@ use engine::stats::{Kind, Series, StatSink, Value};
 use engine::tier::{Tier, TierItem, WriteNo};
 use parking_lot::{Condvar, Mutex};
 
+use crate::entry::Entry;
 use crate::lock::DirLock;
 use crate::pending::{Op, Pending};
 use crate::record::Record;
@@ -182,8 +183,8 @@ impl DiskTier {
                         let mut p = s.pending.lock();
                         for k in damaged {
                             // Only if nothing newer is queued for that key.
-                            if !p.latest.contains_key(&k) {
-                                p.push(Op::Delete(k));
+                            if !p.holds(&k) {
+                                p.push(Op::Delete(Entry::delete(&k)));
                             }
                         }
                         s.work.notify_one();
@@ -213,8 +214,7 @@ impl DiskTier {
             // The committer said what could not be written; the log has the rest.
             return;
         }
-        let last = *s.committed.borrow();
-        let ingested = ingest_now(s, last)
+        let ingested = ingest_now(s)
             .map_err(|e| {
                 log::warn!(
                     "writing the staged changes into fjall at shutdown failed ({e}); nothing is lost: \
@@ -262,16 +262,18 @@ impl DiskTier {
 impl Tier for DiskTier {
     fn get(&self, key: &[u8]) -> Option<TierItem> {
         let s = &self.shared;
-        let rec = match s.pending.lock().lookup(key) {
-            Some(state) => state,
+        let held = s.pending.lock().lookup(key);
+        let rec = match held {
+            // Checked when it was made (or read from the log).
+            Some(state) => state.map(|e| Record::decode(e.record().expect("a put")).expect("an intact record")),
             None => match s.store.get(key) {
                 Ok(Some(raw)) => match Record::decode(&raw) {
-                    Ok(r) => Some(Arc::new(r)),
+                    Ok(r) => Some(r),
                     Err(damage) => {
                         log::error!("damaged record on disk ({damage}); dropped");
                         s.counters.damaged.fetch_add(1, Ordering::Relaxed);
                         // Nobody acknowledges this removal: its number is not needed.
-                        let _ = self.enqueue(|_| Op::Delete(key.to_vec()), false);
+                        let _ = self.enqueue(|_| Op::Delete(Entry::delete(key)), false);
                         None
                     }
                 },
@@ -283,7 +285,7 @@ impl Tier for DiskTier {
             },
         }?;
         Some(TierItem {
-            value: rec.value.clone(),
+            value: rec.value,
             flags: rec.flags,
             exptime_unix: rec.exptime,
             cas: rec.cas,
@@ -292,7 +294,7 @@ impl Tier for DiskTier {
         })
     }
 
-    fn put(&self, key: &[u8], item: TierItem, replaced: bool, waited: bool) -> WriteNo {
+    fn put(&self, key: &[u8], item: TierItem<&[u8]>, replaced: bool, waited: bool) -> WriteNo {
         let op = |seq| {
             let rec = Record {
                 flags: item.flags,
@@ -303,13 +305,13 @@ impl Tier for DiskTier {
                 bits: item.bits,
                 value: item.value,
             };
-            Op::Put(key.to_vec(), Arc::new(rec), replaced)
+            Op::Put(Entry::put(key, &rec), replaced)
         };
         self.enqueue(op, waited)
     }
 
     fn delete(&self, key: &[u8], waited: bool) -> WriteNo {
-        self.enqueue(|_| Op::Delete(key.to_vec()), waited)
+        self.enqueue(|_| Op::Delete(Entry::delete(key)), waited)
     }
 
     fn flush(&self, at_unix: i64, _waited: bool) -> WriteNo {
@@ -328,11 +330,8 @@ impl Tier for DiskTier {
         sink.stat("disk_space", Kind::Gauge, &s.store.disk_space());
         sink.stat("disk_limit", Kind::Gauge, &s.opts.disk_limit);
         sink.stat("disk_cache", Kind::Gauge, &s.opts.cache_bytes);
-        let (staged, frozen) = {
-            let p = s.pending.lock();
-            (p.staged_bytes, p.frozen_bytes)
-        };
-        sink.stat("disk_memtable_bytes", Kind::Gauge, &(s.store.memtable_bytes() + (staged + frozen) as u64));
+        let states = s.pending.lock().state_bytes();
+        sink.stat("disk_memtable_bytes", Kind::Gauge, &(s.store.memtable_bytes() + states as u64));
         sink.stat("disk_log_bytes", Kind::Gauge, &s.wal.lock().disk_bytes());
         sink.stat("disk_ingestions", Kind::Counter, &get(&c.ingestions));
         sink.stat("disk_writes", Kind::Counter, &get(&c.writes));
@@ -354,14 +353,16 @@ impl Tier for DiskTier {
     }
 }
 
-/// Ingest everything staged up to `last` in this thread (at shutdown), after an
-/// ingestion the ingest thread left (it stops once nothing is handed to it).
-fn ingest_now(s: &Shared, last: u64) -> Result<(), String> {
+/// Ingest everything staged in this thread (at shutdown), after an ingestion the ingest
+/// thread left (it stops once nothing is handed to it).
+fn ingest_now(s: &Shared) -> Result<(), String> {
     let left = *s.job.lock();
     if let Some(job) = left {
         crate::ingest::ingest(s, job)?;
     }
-    crate::ingest::start(s, last)?;
+    let _lead = s.commit_lock.lock();
+    let sync = s.opts.durability == Durability::Sync;
+    crate::committer::start_ingestion(s, sync, &mut std::time::Instant::now())?;
     let job = *s.job.lock();
     match job {
         Some(job) => crate::ingest::ingest(s, job),
@@ -410,7 +411,7 @@ fn replay_log(
         report.lost = (durable > meta.seq_hwm).then_some((durable, meta.seq_hwm));
     }
     let mut pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
-    pending.committed(ops);
+    pending.replayed(ops);
     let mut wal = crate::wal::Wal::open(dir, r.next_file, r.files)?;
     // Files whose every change fjall already has (an ingestion that ended just before a
     // crash, or an empty file of a clean stop) go now.

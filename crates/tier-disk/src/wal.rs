@@ -19,8 +19,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::entry::Entry;
 use crate::pending::Op;
-use crate::record::Record;
 
 /// First four bytes of every frame.
 const MAGIC: [u8; 4] = *b"SQW1";
@@ -52,22 +52,15 @@ pub fn encode_frame(batch: &[(u64, Op)], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0; 12]);
     for (seq, op) in batch {
         match op {
-            Op::Put(key, rec, replaced) => {
+            Op::Put(e, replaced) => {
                 out.push(if *replaced { PUT_REPLACED } else { PUT });
                 out.extend_from_slice(&seq.to_le_bytes());
-                out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-                out.extend_from_slice(key);
-                let at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                rec.encode_into(out);
-                let len = (out.len() - at - 4) as u32;
-                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(e.bytes());
             }
-            Op::Delete(key) => {
+            Op::Delete(e) => {
                 out.push(DELETE);
                 out.extend_from_slice(&seq.to_le_bytes());
-                out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-                out.extend_from_slice(key);
+                out.extend_from_slice(e.bytes());
             }
             Op::Flush => {
                 out.push(FLUSH);
@@ -104,17 +97,8 @@ fn decode_payload(mut p: &[u8]) -> Result<Vec<(u64, Op)>, String> {
         let kind = take(&mut p, 1)?[0];
         let seq = u64_of(take(&mut p, 8)?);
         let op = match kind {
-            PUT | PUT_REPLACED | DELETE => {
-                let klen = u16::from_le_bytes(take(&mut p, 2)?.try_into().expect("2 bytes")) as usize;
-                let key = take(&mut p, klen)?.to_vec();
-                if kind == DELETE {
-                    Op::Delete(key)
-                } else {
-                    let rlen = u32::from_le_bytes(take(&mut p, 4)?.try_into().expect("4 bytes")) as usize;
-                    let rec = Record::decode(take(&mut p, rlen)?).map_err(|d| format!("record of a put: {d}"))?;
-                    Op::Put(key, Arc::new(rec), kind == PUT_REPLACED)
-                }
-            }
+            PUT | PUT_REPLACED => Op::Put(Entry::take(&mut p, true)?, kind == PUT_REPLACED),
+            DELETE => Op::Delete(Entry::take(&mut p, false)?),
             FLUSH => Op::Flush,
             FLUSH_AT => Op::FlushAt(u64_of(take(&mut p, 8)?) as i64),
             k => return Err(format!("unknown change kind {k}")),
@@ -367,16 +351,17 @@ impl Wal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Record;
 
-    fn rec(v: &str, seq: u64) -> Arc<Record> {
-        Arc::new(Record { flags: 3, exptime: 0, cas: seq, stored: 0, seq, bits: 0, value: v.into() })
+    fn rec(v: &str, seq: u64) -> Record<&[u8]> {
+        Record { flags: 3, exptime: 0, cas: seq, stored: 0, seq, bits: 0, value: v.as_bytes() }
     }
 
     fn batch() -> Vec<(u64, Op)> {
         vec![
-            (1, Op::Put(b"a".to_vec(), rec("one", 1), false)),
-            (2, Op::Put(b"a".to_vec(), rec("two", 2), true)),
-            (3, Op::Delete(b"b".to_vec())),
+            (1, Op::Put(Entry::put(b"a", &rec("one", 1)), false)),
+            (2, Op::Put(Entry::put(b"a", &rec("two", 2)), true)),
+            (3, Op::Delete(Entry::delete(b"b"))),
             (4, Op::FlushAt(1_900_000_000)),
             (5, Op::Flush),
         ]
@@ -397,6 +382,24 @@ mod tests {
         let mut want = batch();
         want.extend(batch().into_iter().take(1));
         assert!(same(&s.ops, &want));
+    }
+
+    /// The bytes of a frame's changes stay as the first log format wrote them: kind,
+    /// sequence number, key length and key, then (a put) the record's length and record.
+    #[test]
+    fn change_layout_is_stable() {
+        let mut out = Vec::new();
+        encode_frame(&batch()[1..3], &mut out);
+        let mut want = vec![PUT_REPLACED];
+        want.extend_from_slice(&2u64.to_le_bytes());
+        want.extend_from_slice(&[1, 0, b'a']);
+        let r = rec("two", 2).encode();
+        want.extend_from_slice(&(r.len() as u32).to_le_bytes());
+        want.extend_from_slice(&r);
+        want.push(DELETE);
+        want.extend_from_slice(&3u64.to_le_bytes());
+        want.extend_from_slice(&[1, 0, b'b']);
+        assert_eq!(&out[FRAME_HEADER..], &want[..]);
     }
 
     /// Every cut of the last frame is a torn write: the frames before it survive.
