@@ -275,8 +275,7 @@ impl Store {
     pub fn ingest(&self, states: &States, index: bool, meta: &mut Meta, upto: u64) -> Result<(), String> {
         let i = self.inner()?;
         let spaces = &i.spaces;
-        let mut keys: Vec<_> = states.iter().collect();
-        keys.sort_unstable_by(|a, b| a.1.key().cmp(b.1.key()));
+        let keys = states.sorted();
         let mut entries = Vec::new();
         let mut data = spaces.data.start_ingestion().map_err(err)?;
         for (seq, e) in keys {
