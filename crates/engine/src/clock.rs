@@ -147,6 +147,19 @@ pub fn ttl_left_unix(exptime: i64, now: i64) -> i64 {
     }
 }
 
+/// CPU time this process has used so far, (user, system): what `stats` reports as
+/// `rusage_user`/`rusage_system`, what worker rotation watches, and what benchmarks divide by.
+pub fn process_cpu() -> (std::time::Duration, std::time::Duration) {
+    // SAFETY: getrusage fills the struct we pass; a zeroed rusage is a valid value.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

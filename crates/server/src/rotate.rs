@@ -48,14 +48,8 @@ fn allowed_cpus() -> usize {
 
 /// CPU time the process has used (user + system).
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage fills the zeroed struct.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let (user, sys) = engine::clock::process_cpu();
+    user + sys
 }
 
 /// Starts the rotation thread if `workers` outnumber the CPUs this process may use.

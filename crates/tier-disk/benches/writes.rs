@@ -15,14 +15,8 @@ const WRITERS: usize = 50;
 const KEYS: u64 = 100_000;
 
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage fills the zeroed struct.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let (user, sys) = engine::clock::process_cpu();
+    user + sys
 }
 
 /// Drive `sets` acknowledged sets through a fresh tier; returns (CPU us per set, sets/s).

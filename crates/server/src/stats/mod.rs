@@ -102,12 +102,8 @@ pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
 }
 
 fn rusage() -> (f64, f64) {
-    // SAFETY: getrusage fills the struct we pass; a zeroed rusage is a valid value.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid out pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
+    let (user, sys) = engine::clock::process_cpu();
+    (user.as_secs_f64(), sys.as_secs_f64())
 }
 
 fn general(shared: &Shared, sink: &mut dyn StatSink) {
