@@ -182,7 +182,7 @@ impl DiskTier {
                         s.counters.damaged.fetch_add(damaged.len() as u64, Ordering::Relaxed);
                         let mut p = s.pending.lock();
                         for k in damaged {
-                            // Only if nothing newer is queued for that key.
+                            // Only if no newer state of that key is held in memory.
                             if !p.holds(&k) {
                                 p.push(Op::Delete(Entry::delete(&k)));
                             }
@@ -265,7 +265,7 @@ impl Tier for DiskTier {
         let held = s.pending.lock().lookup(key);
         let rec = match held {
             // Checked when it was made (or read from the log).
-            Some(state) => state.map(|e| Record::decode(e.record().expect("a put")).expect("an intact record")),
+            Some(state) => state.map(|e| Record::decode_checked(e.record().expect("a put"))),
             None => match s.store.get(key) {
                 Ok(Some(raw)) => match Record::decode(&raw) {
                     Ok(r) => Some(r),
