@@ -47,8 +47,9 @@ def read_back(port, n, prefix="k"):
 def journal(data_dir: Path) -> Path:
     """The largest file of the write-ahead log (DIR/wal): where acknowledged writes are
     until they are ingested into fjall's tables (a server killed with SIGKILL right after
-    writing leaves them there)."""
-    wals = sorted((data_dir / "wal").glob("*.wal"), key=lambda p: p.stat().st_size)
+    writing leaves them there). By frames, not size: in sync mode a file is written full of
+    zeros before it is used."""
+    wals = sorted((data_dir / "wal").glob("*.wal"), key=used_length)
     assert wals, f"no write-ahead log file under {data_dir}/wal: {sorted(os.listdir(data_dir))}"
     return wals[-1]
 
@@ -154,9 +155,10 @@ def damage_journal_at(data_dir: Path, key: str, version: int, size: int, where: 
     """Flip 16 bytes of the log entry of `key`: inside its value ('value': the frame's
     checksum no longer matches) or just before the key ('header': the entry cannot be
     parsed)."""
-    j = journal(data_dir)
-    data = j.read_bytes()
     value = make_value(key, version, size)
+    # The log may span files (sync mode moves into a prepared file once one is ready).
+    j = next((p for p in (data_dir / "wal").glob("*.wal") if value in p.read_bytes()), journal(data_dir))
+    data = j.read_bytes()
     at = data.find(value)
     assert at > 0, f"value of {key} not found in {j} (journal compressed?)"
     if where == "value":

@@ -18,10 +18,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::fault::{available, fail, is_full, SPACE_TO_RESUME};
-use crate::ingest::WAL_FILE_LIMIT;
+use crate::fault::{fail, is_full, SPACE_TO_RESUME};
+use crate::fsinfo::available;
 use crate::pending::Op;
 use crate::shared::{Durability, Shared};
+use crate::wal::FILE_LIMIT as WAL_FILE_LIMIT;
 
 /// How often a degraded tier tries again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -94,6 +95,10 @@ pub(crate) fn run(s: Arc<Shared>) {
 fn commit(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
     let _lead = s.commit_lock.lock();
     log_queued(s, sync, last_persist)?;
+    if sync {
+        // The first file after a start is a plain one until a prepared one is ready.
+        s.wal.lock().use_prepared()?;
+    }
     maybe_ingest(s, sync, last_persist)
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::fsinfo::available;
 use crate::shared::Shared;
 
 /// Free space a tier degraded by a full disk waits for before trying again: a small
@@ -13,16 +14,6 @@ pub(crate) const SPACE_TO_RESUME: u64 = 40 << 20;
 /// Whether an error means the disk (or the quota) is full.
 pub(crate) fn is_full(e: &str) -> bool {
     ["No space", "os error 28", "quota", "os error 122", "StorageFull"].iter().any(|w| e.contains(w))
-}
-
-/// Bytes available to this process on the filesystem of `dir` (None: unknown).
-pub(crate) fn available(dir: &std::path::Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a zeroed statvfs the call fills in.
-    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut st) };
-    (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// The disk failed (a log write or fsync, or an ingestion into fjall): stop

@@ -1,7 +1,7 @@
 //! The ingest thread: staged changes into fjall's tables, old log files deleted.
 //!
 //! When the staged states grow past [`STAGE_LIMIT`] (or the log file past
-//! [`WAL_FILE_LIMIT`]), the committer logs what is still queued, freezes the states,
+//! [`crate::wal::FILE_LIMIT`]), the committer logs what is still queued, freezes the states,
 //! seals the log file and hands them over as a [`Job`]
 //! (`committer::start_ingestion`). This thread sorts them and has fjall write them as new tables
 //! (records and tombstones; an ingestion skips fjall's memtable and journal), records in
@@ -18,8 +18,6 @@ use crate::shared::{Job, Shared};
 
 /// Bytes of staged states at which they are ingested.
 const STAGE_LIMIT: usize = 32 << 20;
-/// Size of the log file at which the staged states are ingested (so the file can go).
-pub const WAL_FILE_LIMIT: u64 = 64 << 20;
 /// Oldest index entries examined per eviction round.
 const EVICT_BATCH: usize = 256;
 

@@ -45,7 +45,8 @@ impl DiskTier {
         } else {
             store.set_indexed(false)?;
         }
-        let (wal, pending) = replay_log(&opts.dir, log, &store, &mut meta, &mut report)?;
+        let sync = opts.durability == Durability::Sync;
+        let (wal, pending) = replay_log(&opts.dir, log, &store, &mut meta, &mut report, sync)?;
         // A limit lower than what is on disk (or newly set) is enforced at once.
         let job = (opts.disk_limit > 0 && meta.bytes > opts.disk_limit).then_some(crate::shared::Job {
             upto: meta.ingested,
@@ -209,6 +210,9 @@ impl DiskTier {
         if let Some(h) = self.ingester.lock().take() {
             let _ = h.join();
         }
+        // Before the ingestion's rotation, so that it starts a plain file and a prepared
+        // one is kept for the next start.
+        s.wal.lock().finish();
         let dir = s.opts.dir.display();
         if s.failed.load(Ordering::SeqCst) {
             // The committer said what could not be written; the log has the rest.
@@ -390,6 +394,7 @@ fn replay_log(
     store: &Store,
     meta: &mut Meta,
     report: &mut OpenReport,
+    sync: bool,
 ) -> Result<(crate::wal::Wal, Pending), String> {
     r.cut_torn_tails()?;
     for (path, at) in &r.torn {
@@ -412,7 +417,12 @@ fn replay_log(
     }
     let mut pending = Pending { seq: meta.seq_hwm, ..Pending::default() };
     pending.replayed(ops);
-    let mut wal = crate::wal::Wal::open(dir, r.next_file, r.files)?;
+    let mut wal = crate::wal::Wal::open(dir, r.next_file, r.files, sync)?;
+    if let (true, Some(why)) = (sync, wal.not_prepared()) {
+        log::info!(
+            "write-ahead log: files are not prepared ahead of time ({why}); each fsync also writes the file's size"
+        );
+    }
     // Files whose every change fjall already has (an ingestion that ended just before a
     // crash, or an empty file of a clean stop) go now.
     if let Err(e) = wal.remove_upto(meta.ingested) {

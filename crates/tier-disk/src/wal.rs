@@ -9,13 +9,16 @@
 //! fjall's memtable plus a write to fjall's journal, and a key rewritten many times
 //! between ingestions reaches fjall's tables once (Bitcask and RocksDB's WAL in one).
 //!
+//! In sync mode a file is written full of zeros before it is used (`spare.rs`), so its
+//! fsyncs need not write its size; zeros after the last frame are the end of a file.
+//!
 //! At open, the files are replayed in order. A frame cut short by a crash at the end of
 //! a file (the write never completed, so it was never acknowledged in sync mode) is
 //! dropped and logged; damage anywhere else refuses the start, as a damaged fjall
 //! journal does.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,6 +38,11 @@ const PUT_REPLACED: u8 = 2;
 const DELETE: u8 = 3;
 const FLUSH: u8 = 4;
 const FLUSH_AT: u8 = 5;
+
+/// Size of a log file at which the staged states are ingested (so the file can go).
+pub const FILE_LIMIT: u64 = 64 << 20;
+/// Size of a prepared file: [`FILE_LIMIT`] and room for the batch that crosses it.
+const PREPARED_SIZE: u64 = FILE_LIMIT + (8 << 20);
 
 /// The log's directory inside the data directory.
 pub fn dir(data_dir: &Path) -> PathBuf {
@@ -119,26 +127,33 @@ pub struct Scan {
     pub torn_at: Option<u64>,
 }
 
-/// Read a file's frames. A damaged frame followed by more data is an error; a damaged or
-/// short frame that runs to the end of the file is a torn write (`torn_at`).
+/// Read a file's frames. Zeros after the last frame are the end of the file (a
+/// prepared file's unused part, or space the filesystem allocated for a write that never
+/// landed). A damaged frame followed by more data is an error; a damaged or short frame
+/// followed by nothing but zeros is a torn write (`torn_at`).
 pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
     let mut ops = Vec::new();
     let mut at = 0usize;
+    let zeros_from = |from: usize| bytes.get(from..).is_none_or(|r| r.iter().all(|&b| b == 0));
     while at < bytes.len() {
         let rest = &bytes[at..];
         let torn = |ops| Ok(Scan { ops, good_len: at as u64, torn_at: Some(at as u64) });
-        // All zeros: space the file system allocated for a write that never landed.
-        if rest.len() < FRAME_HEADER || rest.iter().all(|&b| b == 0) {
+        if rest[0] == 0 && zeros_from(at) {
+            return Ok(Scan { ops, good_len: at as u64, torn_at: None });
+        }
+        if rest.len() < FRAME_HEADER {
             return torn(ops);
         }
         let len = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes"));
         let bad = |why: &str| Err(format!("damaged frame at byte {at}: {why}"));
-        if rest[..4] != MAGIC {
-            return bad("no frame marker");
-        }
-        if crc32fast::hash(&rest[..12]) != u32::from_le_bytes(rest[12..16].try_into().expect("4 bytes")) {
-            return bad("header checksum mismatch");
+        let header_ok = crc32fast::hash(&rest[..12]) == u32::from_le_bytes(rest[12..16].try_into().expect("4 bytes"));
+        if rest[..4] != MAGIC || !header_ok {
+            // A header partly written, with nothing after it: torn.
+            if zeros_from(at + FRAME_HEADER) {
+                return torn(ops);
+            }
+            return bad(if rest[..4] != MAGIC { "no frame marker" } else { "header checksum mismatch" });
         }
         if len > MAX_PAYLOAD {
             return bad("impossible length");
@@ -149,8 +164,8 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
         }
         let payload = &rest[FRAME_HEADER..end];
         if crc32fast::hash(payload) != crc {
-            // A frame whose changes were cut short runs to the end of the file.
-            return if rest.len() == end { torn(ops) } else { bad("checksum mismatch") };
+            // A frame whose changes were cut short is followed by nothing but zeros.
+            return if zeros_from(at + end) { torn(ops) } else { bad("checksum mismatch") };
         }
         ops.extend(decode_payload(payload).map_err(|e| format!("damaged frame at byte {at}: {e}"))?);
         at += end;
@@ -231,7 +246,11 @@ pub struct Wal {
     /// Shared with [`Wal::sync_handle`]'s callers, who fsync without holding the log.
     file: Option<Arc<File>>,
     no: u64,
+    /// Bytes of frames in the current file (where the next one is written).
     len: u64,
+    /// Whether the current file was prepared (written full of zeros ahead of time).
+    prepared: bool,
+    spares: crate::spare::Spares,
     /// Files before the current one, with the highest sequence number each holds.
     sealed: Vec<(u64, u64)>,
     /// Highest sequence number in the current file (0: none).
@@ -240,26 +259,51 @@ pub struct Wal {
 }
 
 impl Wal {
-    /// Start a new file numbered `next` (older files stay until [`Wal::remove_upto`]).
-    pub fn open(data_dir: &Path, next: u64, older: Vec<(u64, u64)>) -> Result<Wal, String> {
+    /// Start a new file numbered `next` (older files stay until [`Wal::remove_upto`]);
+    /// with `prepare` (sync durability) files are prepared ahead of time (`spare.rs`).
+    pub fn open(data_dir: &Path, next: u64, older: Vec<(u64, u64)>, prepare: bool) -> Result<Wal, String> {
         let dir = dir(data_dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let mut w = Wal { dir, file: None, no: next, len: 0, sealed: older, max_seq: 0, buf: Vec::new() };
+        let spares = crate::spare::Spares::new(&dir, PREPARED_SIZE, prepare);
+        let mut w = Wal {
+            dir,
+            file: None,
+            no: next,
+            len: 0,
+            prepared: false,
+            spares,
+            sealed: older,
+            max_seq: 0,
+            buf: Vec::new(),
+        };
         w.start_file()?;
         Ok(w)
     }
 
+    /// Why log files are not prepared ahead of time (None: they are).
+    pub fn not_prepared(&self) -> Option<&str> {
+        self.spares.off()
+    }
+
     fn start_file(&mut self) -> Result<(), String> {
         let path = file_path(&self.dir, self.no);
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let (f, prepared) = match self.spares.take(&path) {
+            Some(f) => (f, true),
+            None => {
+                let f = OpenOptions::new()
+                    .create(true)
+                    .truncate(true)
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                (f, false)
+            }
+        };
         // The new name must survive a crash before anything in it is acknowledged.
         File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         self.file = Some(Arc::new(f));
         self.len = 0;
+        self.prepared = prepared;
         Ok(())
     }
 
@@ -277,8 +321,8 @@ impl Wal {
     pub fn append(&mut self, batch: &[(u64, Op)]) -> Result<(), String> {
         self.buf.clear();
         encode_frame(batch, &mut self.buf);
-        let mut f: &File = self.file.as_deref().ok_or("write-ahead log closed after a failure")?;
-        f.write_all(&self.buf).map_err(|e| format!("write-ahead log write: {e}"))?;
+        let f: &File = self.file.as_deref().ok_or("write-ahead log closed after a failure")?;
+        f.write_all_at(&self.buf, self.len).map_err(|e| format!("write-ahead log write: {e}"))?;
         self.len += self.buf.len() as u64;
         if let Some((last, _)) = batch.last() {
             self.max_seq = self.max_seq.max(*last);
@@ -311,9 +355,33 @@ impl Wal {
     /// fsync and seal the current file, start the next one.
     pub fn rotate(&mut self) -> Result<(), String> {
         self.sync()?;
-        self.file = None;
+        if let Some(f) = self.file.take().filter(|_| self.prepared) {
+            // The unused zeros go (not needed for replay; frees the space).
+            let _ = f.set_len(self.len);
+        }
         self.seal_current();
         self.start_file()
+    }
+
+    /// At a stop: no further file is prepared (one that is ready stays for the next
+    /// start), and the current one loses its unused zeros (the next start reads only its
+    /// frames).
+    pub fn finish(&mut self) {
+        self.spares.stop();
+        if let Some(f) = self.file.as_deref().filter(|_| self.prepared) {
+            let _ = f.set_len(self.len);
+            self.prepared = false;
+        }
+    }
+
+    /// Move on to a prepared file if the current one is a plain one (the first file
+    /// after a start, or after a rotation that found none ready) and one is ready now.
+    /// True if it did.
+    pub fn use_prepared(&mut self) -> Result<bool, String> {
+        if self.prepared || !self.spares.ready() {
+            return Ok(false);
+        }
+        self.rotate().map(|_| true)
     }
 
     fn seal_current(&mut self) {
@@ -340,11 +408,14 @@ impl Wal {
         Ok(())
     }
 
-    /// Bytes of every file of the log on disk.
+    /// Bytes of the log's files on disk (of the current one, its frames: a prepared
+    /// file's unused zeros and the next prepared file are not counted).
     pub fn disk_bytes(&self) -> u64 {
-        files(&self.dir)
-            .map(|fs| fs.iter().filter_map(|(_, p)| std::fs::metadata(p).ok()).map(|m| m.len()).sum())
-            .unwrap_or(0)
+        let sealed = |(no, p): &(u64, PathBuf)| match *no == self.no {
+            true => None,
+            false => std::fs::metadata(p).ok().map(|m| m.len()),
+        };
+        files(&self.dir).map(|fs| fs.iter().filter_map(sealed).sum::<u64>()).unwrap_or(0) + self.len
     }
 }
 
@@ -352,6 +423,7 @@ impl Wal {
 mod tests {
     use super::*;
     use crate::record::Record;
+    use std::io::Write;
 
     fn rec(v: &str, seq: u64) -> Record<&[u8]> {
         Record { flags: 3, exptime: 0, cas: seq, stored: 0, seq, bits: 0, value: v.as_bytes() }
@@ -414,10 +486,52 @@ mod tests {
             assert_eq!(s.torn_at, Some(first as u64), "cut at {cut}");
             assert_eq!(s.ops.len(), 2);
         }
-        // Zeros after the last frame (space allocated, write lost) are torn too.
+        // Zeros after the last frame (a prepared file's rest, or space allocated for a
+        // write that never landed) are the end of the file.
         let mut z = out[..first].to_vec();
         z.extend_from_slice(&[0; 100]);
+        let s = scan(&z).expect("clean end");
+        assert_eq!((s.torn_at, s.good_len, s.ops.len()), (None, first as u64, 2));
+        // In a prepared file a cut frame is followed by zeros: every cut is torn.
+        for cut in first + 1..out.len() {
+            let mut z = out[..cut].to_vec();
+            z.resize(out.len() + 4096, 0);
+            if z[..out.len()] == out[..] {
+                continue; // the cut-off bytes were zeros: the frame is whole
+            }
+            let s = scan(&z).expect("torn, not damaged");
+            assert_eq!(s.torn_at, Some(first as u64), "cut at {cut}, then zeros");
+            assert_eq!(s.ops.len(), 2);
+        }
+        // A frame whose bytes landed only in part (zeros in the middle) is torn too.
+        let mut z = out.clone();
+        z[first + FRAME_HEADER + 3..].fill(0);
+        z.resize(out.len() + 4096, 0);
         assert_eq!(scan(&z).expect("torn").torn_at, Some(first as u64));
+    }
+
+    /// Appends to a prepared (zero-filled) file replay as they would from a plain one.
+    #[test]
+    fn a_prepared_file_replays_its_frames_and_ends_at_the_zeros() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut w = Wal::open(dir.path(), 1, Vec::new(), false).expect("open");
+        let path = file_path(&super::dir(dir.path()), 1);
+        std::fs::write(&path, vec![0u8; 1 << 20]).expect("zero-fill");
+        w.file = Some(Arc::new(OpenOptions::new().write(true).open(&path).expect("open")));
+        w.prepared = true;
+        w.append(&batch()[..2]).expect("append");
+        w.append(&batch()[2..]).expect("append");
+        w.sync().expect("sync");
+        let r = replay(&super::dir(dir.path())).expect("replay");
+        assert!(r.torn.is_empty(), "{:?}", r.torn);
+        assert!(same(&r.ops, &batch()));
+        assert_eq!(std::fs::metadata(&path).expect("metadata").len(), 1 << 20, "written in place");
+        // Sealing cuts the unused zeros off.
+        w.rotate().expect("rotate");
+        let mut want = Vec::new();
+        encode_frame(&batch()[..2], &mut want);
+        encode_frame(&batch()[2..], &mut want);
+        assert_eq!(std::fs::read(&path).expect("read"), want);
     }
 
     /// A flipped byte anywhere but in the last frame is damage, never skipped.
@@ -466,7 +580,7 @@ mod tests {
     #[test]
     fn files_are_replayed_in_order_and_removed_once_ingested() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut w = Wal::open(dir.path(), 1, Vec::new()).expect("open");
+        let mut w = Wal::open(dir.path(), 1, Vec::new(), false).expect("open");
         w.append(&batch()[..2]).expect("append");
         w.rotate().expect("rotate");
         w.append(&batch()[2..]).expect("append");
@@ -485,7 +599,7 @@ mod tests {
     #[test]
     fn a_torn_tail_is_cut_off_at_replay() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut w = Wal::open(dir.path(), 1, Vec::new()).expect("open");
+        let mut w = Wal::open(dir.path(), 1, Vec::new(), false).expect("open");
         w.append(&batch()[..2]).expect("append");
         drop(w);
         let path = file_path(&super::dir(dir.path()), 1);
@@ -495,7 +609,7 @@ mod tests {
         assert_eq!(r.torn.len(), 1);
         r.cut_torn_tails().expect("cut");
         assert_eq!(r.ops.len(), 2);
-        let mut w = Wal::open(dir.path(), r.next_file, Vec::new()).expect("reopen");
+        let mut w = Wal::open(dir.path(), r.next_file, Vec::new(), false).expect("reopen");
         w.append(&batch()[2..]).expect("append");
         let r = replay(&super::dir(dir.path())).expect("replay again");
         assert!(r.torn.is_empty());
