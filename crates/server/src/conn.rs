@@ -48,7 +48,6 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
         Protocol::Auto => None,
     };
     let idle = shared.cfg.idle_timeout;
-    let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     let per_event = shared.cfg.reqs_per_event;
     loop {
         // Stopping: a client that keeps the socket busy still stops at a request
@@ -109,7 +108,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
             if let Flow::Pending(job) = flow {
                 // A reply from a slow tier: earlier writes are acknowledged first (their
                 // replies come before it, and it may take a while), then it is awaited.
-                let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
+                let failed = durable(&shared, ctx.acks.highest()).await;
                 settle(&shared, &ctx, failed, &mut out);
                 let reply = job.await;
                 out.extend_from_slice(&reply);
@@ -119,7 +118,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
                 break flow;
             }
             worker.conn_yields.fetch_add(1, Ordering::Relaxed);
-            let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
+            let failed = durable(&shared, ctx.acks.highest()).await;
             settle(&shared, &ctx, failed, &mut out);
             if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
                 return;
@@ -132,7 +131,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
             // (a slow reader does not hold it).
             rbuf::give(std::mem::take(&mut rbuf));
         }
-        let failed = durable(&shared, &mut ack, ctx.acks.highest()).await;
+        let failed = durable(&shared, ctx.acks.highest()).await;
         settle(&shared, &ctx, failed, &mut out);
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
@@ -165,9 +164,9 @@ impl Drop for Closing<'_> {
 /// With a persistent tier, wait until the writes behind the replies in `out` (up to
 /// change `seq`) may be acknowledged: fsynced in sync mode, handed to the OS in async mode.
 /// `Some(d)` if the disk failed first, with changes up to `d` durable.
-async fn durable(shared: &Shared, ack: &mut Option<tokio::sync::watch::Receiver<u64>>, seq: u64) -> Option<u64> {
-    match (&shared.disk, ack) {
-        (Some(disk), Some(rx)) if seq > 0 => disk.wait_ack(rx, seq).await.err(),
+async fn durable(shared: &Shared, seq: u64) -> Option<u64> {
+    match &shared.disk {
+        Some(disk) if seq > 0 => disk.wait_ack(seq).await.err(),
         _ => None,
     }
 }

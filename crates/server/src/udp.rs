@@ -28,7 +28,6 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let mut out = Vec::new();
     // Writes are acknowledged only once the persistent tier allows it, as on TCP.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let mut ack = shared.disk.as_ref().and_then(|d| d.ack_signal());
     loop {
         let Ok((n, peer)) = sock.recv_from(&mut buf) else {
             continue;
@@ -60,8 +59,8 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
             }
         }
         let seq = ctx.acks.highest();
-        if let (Some(disk), Some(rx), true) = (&shared.disk, ack.as_mut(), seq > 0) {
-            if let Err(durable) = rt.block_on(disk.wait_ack(rx, seq)) {
+        if let (Some(disk), true) = (&shared.disk, seq > 0) {
+            if let Err(durable) = rt.block_on(disk.wait_ack(seq)) {
                 let line = crate::persistence::refusal(&shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
                 ctx.acks.refuse_after(durable, &mut out, line);
             }

@@ -37,7 +37,6 @@ fn run(durability: Durability, sets: u64) -> (f64, f64) {
     for w in 0..WRITERS as u64 {
         let tier = tier.clone();
         local.spawn_local(async move {
-            let mut rx = tier.ack_signal().expect("ack signal");
             let mut key = Vec::with_capacity(16);
             let value = [b'v'; 100];
             for i in 0..sets / WRITERS as u64 {
@@ -45,7 +44,7 @@ fn run(durability: Durability, sets: u64) -> (f64, f64) {
                 key.extend_from_slice(format!("key:{}", (w * 7919 + i * 104_729) % KEYS).as_bytes());
                 let item = TierItem { value: &value[..], flags: 0, exptime_unix: 0, cas: i, stored_unix: 0, bits: 0 };
                 let seq = tier.put(&key, item, true, true);
-                tier.wait_ack(&mut rx, seq).await.expect("acknowledged");
+                tier.wait_ack(seq).await.expect("acknowledged");
             }
         });
     }

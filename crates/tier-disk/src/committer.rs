@@ -29,7 +29,7 @@ const RETRY: Duration = Duration::from_secs(1);
 /// Whether changes were logged since the last fsync (async mode; sync mode fsyncs each
 /// batch before acknowledging it).
 fn unsynced(s: &Shared) -> bool {
-    *s.committed.borrow() > *s.durable.borrow()
+    s.committed.get() > s.durable.get()
 }
 
 /// The committer loop; returns after a clean stop (everything queued written and synced).
@@ -73,7 +73,7 @@ pub(crate) fn run(s: Arc<Shared>) {
             fail(&s, &e);
             continue;
         }
-        let last = *s.committed.borrow();
+        let last = s.committed.get();
         if !sync && unsynced(&s) && (last_persist.elapsed() >= interval || s.stopping.load(Ordering::SeqCst)) {
             if let Err(e) = persist(&s, last) {
                 // In async mode these were acknowledged once the OS had them; an fsync
@@ -114,7 +114,7 @@ fn log_queued(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), 
         s.pending.lock().requeue(batch);
         return Err(e);
     }
-    s.committed.send_replace(last);
+    s.committed.set(last);
     if sync {
         if let Err(e) = persist(s, last) {
             // Not acknowledged: written again once the disk is back (replay skips a
@@ -159,7 +159,7 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
         fail(s, &e);
         return true;
     }
-    s.committed.send_replace(last);
+    s.committed.set(last);
     let staged = {
         let mut p = s.pending.lock();
         p.logged(last);
@@ -246,7 +246,7 @@ pub(crate) fn start_ingestion(s: &Shared, sync: bool, last_persist: &mut Instant
                 // still records `upto` in fjall, so the sealed files can go.
                 p.freeze();
                 drop(p);
-                let upto = *s.committed.borrow();
+                let upto = s.committed.get();
                 let meta = *s.meta.lock();
                 *s.job.lock() = Some(crate::shared::Job { upto, meta, failed: false });
                 // Sealed or not, the job is sound: only sealed files are deleted after it.
@@ -269,7 +269,7 @@ fn persist(s: &Shared, last: u64) -> Result<(), String> {
     s.counters.fsync_latency.record_since(started);
     synced?;
     s.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
-    s.durable.send_replace(last);
+    s.durable.set(last);
     // Record the durable horizon outside the journal, at most once a second.
     let mut at = s.last_checkpoint.lock();
     if at.elapsed() >= Duration::from_secs(1) {
@@ -324,8 +324,8 @@ fn retry(s: &Shared) -> bool {
         }
         if let Some(last) = last {
             s.pending.lock().logged(last);
-            s.committed.send_replace(last);
-            s.durable.send_replace(last);
+            s.committed.set(last);
+            s.durable.set(last);
         }
         Ok(())
     };

@@ -41,8 +41,8 @@ pub(crate) fn fail(s: &Shared, e: &str) {
     *reason = Some(e.to_string());
     s.counters.failures.fetch_add(1, Ordering::Relaxed);
     drop(reason);
-    s.durable.send_modify(|_| {});
-    s.committed.send_modify(|_| {});
+    s.durable.wake_all();
+    s.committed.wake_all();
     s.space.notify_all();
     s.work.notify_all();
 }

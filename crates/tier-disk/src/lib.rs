@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ack;
 pub mod checkpoint;
 pub mod committer;
 pub mod entry;

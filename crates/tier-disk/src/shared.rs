@@ -93,9 +93,9 @@ pub(crate) struct Shared {
     /// Wakes writers waiting for queue space.
     pub space: Condvar,
     /// Highest sequence number written to the log (in the OS: survives a crash of sqlcached).
-    pub committed: tokio::sync::watch::Sender<u64>,
+    pub committed: crate::ack::AckPoint,
     /// Highest sequence number fsynced (survives power loss).
-    pub durable: tokio::sync::watch::Sender<u64>,
+    pub durable: crate::ack::AckPoint,
     /// Set while the disk fails: nothing more is acknowledged, writes are refused.
     pub failed: AtomicBool,
     /// Why the tier is degraded (the last error), while it is.

@@ -53,16 +53,14 @@ impl DiskTier {
             meta,
             failed: false,
         });
-        let (durable, _) = tokio::sync::watch::channel(meta.seq_hwm);
-        let (committed, _) = tokio::sync::watch::channel(meta.seq_hwm);
         let shared = Arc::new(Shared {
             opts,
             store,
             pending: Mutex::new(pending),
             work: Condvar::new(),
             space: Condvar::new(),
-            committed,
-            durable,
+            committed: crate::ack::AckPoint::new(meta.seq_hwm),
+            durable: crate::ack::AckPoint::new(meta.seq_hwm),
             failed: AtomicBool::new(false),
             reason: Mutex::new(None),
             stopping: AtomicBool::new(false),
@@ -117,37 +115,30 @@ impl DiskTier {
         self.shared.opts.durability
     }
 
-    /// What a connection awaits before acknowledging a write: the fsynced sequence number
-    /// in sync mode; in async mode the committed one (handed to the OS, so it survives a
-    /// crash of sqlcached; fsynced within the flush interval).
-    pub fn ack_signal(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        Some(match self.shared.opts.durability {
-            Durability::Sync => self.shared.durable.subscribe(),
-            Durability::Async => self.shared.committed.subscribe(),
-        })
-    }
-
-    /// Wait until change `seq` may be acknowledged. `Err(d)` if the disk failed first:
+    /// Wait until change `seq` may be acknowledged: in sync mode once it is fsynced; in
+    /// async mode once it is committed (handed to the OS, so it survives a crash of
+    /// sqlcached; fsynced within the flush interval). `Err(d)` if the disk failed first:
     /// changes up to `d` may still be acknowledged, later ones not.
     ///
     /// In async mode the changes are logged by this call's thread: first it yields, so
     /// that the other connections of this thread that are ready queue their changes too,
     /// then it logs everything queued as one batch (unless another thread is already
     /// logging: then the committer thread is woken).
-    pub async fn wait_ack(&self, rx: &mut tokio::sync::watch::Receiver<u64>, seq: u64) -> Result<(), u64> {
+    pub async fn wait_ack(&self, seq: u64) -> Result<(), u64> {
         let s = &self.shared;
-        if s.opts.durability == Durability::Async && *rx.borrow() < seq {
+        let point = match s.opts.durability {
+            Durability::Sync => &s.durable,
+            Durability::Async => &s.committed,
+        };
+        if s.opts.durability == Durability::Async && point.get() < seq {
             tokio::task::yield_now().await;
-            if *rx.borrow() < seq && !crate::committer::commit_inline(s) {
+            if point.get() < seq && !crate::committer::commit_inline(s) {
                 s.work.notify_one();
             }
         }
-        let failed = &self.shared.failed;
-        let r = rx.wait_for(|&d| d >= seq || failed.load(Ordering::Relaxed)).await.map(|d| *d);
-        match r {
-            Ok(d) if d >= seq => Ok(()),
-            Ok(d) => Err(d),
-            Err(_) => Err(*rx.borrow()),
+        match point.wait(seq, &s.failed).await {
+            d if d >= seq => Ok(()),
+            d => Err(d),
         }
     }
 
