@@ -134,7 +134,7 @@ pub struct Scan {
 pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
     let mut ops = Vec::new();
     let mut at = 0usize;
-    let zeros_from = |from: usize| bytes.get(from..).is_none_or(|r| r.iter().all(|&b| b == 0));
+    let zeros_from = |from: usize| bytes.get(from..).is_none_or(all_zero);
     while at < bytes.len() {
         let rest = &bytes[at..];
         let torn = |ops| Ok(Scan { ops, good_len: at as u64, torn_at: Some(at as u64) });
@@ -193,6 +193,51 @@ pub fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, String> {
     Ok(out)
 }
 
+/// Whether `b` holds nothing but zeros (compared a block at a time: memcmp speed).
+fn all_zero(b: &[u8]) -> bool {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    b.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
+}
+
+/// A log file's bytes without the zeros at its end (a prepared file is mostly zeros: they
+/// are looked at a block at a time from the end, not held in memory), except those that
+/// end its last frame (a frame's length says how far it runs).
+fn read_frames(path: &Path) -> std::io::Result<Vec<u8>> {
+    let f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut end = len;
+    let mut block = vec![0u8; 1 << 20];
+    while end > 0 {
+        let n = (end - end.saturating_sub(block.len() as u64)) as usize;
+        let b = &mut block[..n];
+        f.read_exact_at(b, end - n as u64)?;
+        if all_zero(b) {
+            end -= n as u64;
+            continue;
+        }
+        let i = b.iter().rposition(|&x| x != 0).expect("a non-zero byte");
+        end = end - n as u64 + i as u64 + 1;
+        break;
+    }
+    let mut bytes = vec![0u8; end as usize];
+    f.read_exact_at(&mut bytes, 0)?;
+    // Give the last frame back the zeros it ends with (the rest of the file is zeros).
+    let mut at = 0usize;
+    while at + FRAME_HEADER <= bytes.len() {
+        let h = &bytes[at..at + FRAME_HEADER];
+        if h[..4] != MAGIC || crc32fast::hash(&h[..12]) != u32::from_le_bytes(h[12..16].try_into().expect("4")) {
+            break;
+        }
+        let frame_end = at + FRAME_HEADER + u32::from_le_bytes(h[4..8].try_into().expect("4")) as usize;
+        if frame_end > bytes.len() {
+            bytes.resize(frame_end.min(len as usize), 0);
+            break;
+        }
+        at = frame_end;
+    }
+    Ok(bytes)
+}
+
 /// What replaying the log at open found.
 #[derive(Debug, Default)]
 pub struct Replay {
@@ -211,7 +256,7 @@ pub struct Replay {
 pub fn replay(dir: &Path) -> Result<Replay, String> {
     let mut r = Replay { next_file: 1, ..Replay::default() };
     for (no, path) in files(dir)? {
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes = read_frames(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let s = scan(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(at) = s.torn_at {
             r.torn.push((path.clone(), at));
@@ -526,6 +571,13 @@ mod tests {
         assert!(r.torn.is_empty(), "{:?}", r.torn);
         assert!(same(&r.ops, &batch()));
         assert_eq!(std::fs::metadata(&path).expect("metadata").len(), 1 << 20, "written in place");
+        // A byte of damage far into the zeros is damage, not the end of the file.
+        let mut f = OpenOptions::new().write(true).open(&path).expect("open");
+        f.write_all_at(b"x", 900_000).expect("write");
+        let e = replay(&super::dir(dir.path())).expect_err("damage after the zeros");
+        assert!(e.contains("damaged frame"), "{e}");
+        f.write_all_at(b"\0", 900_000).expect("write");
+        f.flush().expect("flush");
         // Sealing cuts the unused zeros off.
         w.rotate().expect("rotate");
         let mut want = Vec::new();
