@@ -20,12 +20,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 /// Space the filesystem must have available before a file is prepared, in prepared
 /// files' sizes.
 const MIN_FREE_FILES: u64 = 4;
 /// Bytes written between two fdatasyncs of a file being prepared (spreads its I/O out
-/// instead of one long flush that the log's fsyncs would queue behind).
+/// instead of one long flush that the log's fsyncs would queue behind; each chunk is
+/// followed by a pause as long as it took).
 const SYNC_EVERY: u64 = 4 << 20;
 /// Name of a prepared file in the log's directory.
 const READY: &str = "spare";
@@ -152,6 +154,7 @@ fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<(), String> {
     let mut f = File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
     let zeros = vec![0u8; 1 << 20];
     let mut done = 0u64;
+    let mut chunk_started = Instant::now();
     while done < size {
         if stop.load(Ordering::Relaxed) {
             drop(f);
@@ -162,6 +165,10 @@ fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<(), String> {
         done += zeros.len() as u64;
         if done.is_multiple_of(SYNC_EVERY) {
             f.sync_data().map_err(|e| format!("{}: {e}", partial.display()))?;
+            // Pause as long as the chunk took: the device is busy with these zeros at
+            // most half of the time, and the log's fsyncs wait behind them less.
+            std::thread::sleep(chunk_started.elapsed());
+            chunk_started = Instant::now();
         }
     }
     f.sync_all().map_err(|e| format!("{}: {e}", partial.display()))?;
