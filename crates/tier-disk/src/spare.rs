@@ -41,28 +41,34 @@ pub struct Spares {
     size: u64,
     /// Why files are not prepared here (None: they are).
     off: Option<String>,
-    job: Option<JoinHandle<Result<(), String>>>,
+    /// Whether `spare` is complete and not yet taken (known here, not asked of the
+    /// filesystem per batch).
+    have_ready: bool,
+    /// The preparation under way: true once it has renamed its file to `spare`.
+    job: Option<JoinHandle<Result<bool, String>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Spares {
     /// Spares of `size` bytes for the log directory `dir`, prepared if `wanted` (sync
     /// durability) and the filesystem is worth it. A partial file a crash or stop left
-    /// is deleted.
+    /// is deleted; a complete one is used.
     pub fn new(dir: &Path, size: u64, wanted: bool) -> Spares {
         let _ = std::fs::remove_file(dir.join(PARTIAL));
         let off = match wanted {
-            false => {
-                // A spare a sync run left is of no use to an async one.
-                let _ = std::fs::remove_file(dir.join(READY));
-                Some("durability is async".to_string())
-            }
+            false => Some("durability is async".to_string()),
             true if crate::fsinfo::on_tmpfs(dir) => {
                 Some("the data dir is on tmpfs, where an fsync costs nothing".to_string())
             }
             true => None,
         };
-        Spares { dir: dir.to_path_buf(), size, off, job: None, stop: Arc::new(AtomicBool::new(false)) }
+        let ready = dir.join(READY);
+        let have_ready = off.is_none() && std::fs::metadata(&ready).is_ok_and(|m| m.len() == size);
+        if !have_ready {
+            // Of no use: left by a sync run to an async one, or of another size.
+            let _ = std::fs::remove_file(&ready);
+        }
+        Spares { dir: dir.to_path_buf(), size, off, have_ready, job: None, stop: Arc::new(AtomicBool::new(false)) }
     }
 
     /// Why files are not prepared (None: they are).
@@ -72,7 +78,7 @@ impl Spares {
 
     /// Whether a prepared file is waiting to be taken.
     pub fn ready(&mut self) -> bool {
-        self.off.is_none() && self.finished() && ready_file(&self.dir.join(READY), self.size)
+        self.off.is_none() && self.reap() && self.have_ready
     }
 
     /// Rename the prepared file to `dest` and open it for writing (None: no file is
@@ -82,6 +88,7 @@ impl Spares {
             self.start();
             return None;
         }
+        self.have_ready = false;
         let f = std::fs::rename(self.dir.join(READY), dest)
             .and_then(|_| OpenOptions::new().write(true).open(dest))
             .map_err(|e| log::warn!("write-ahead log: cannot use the prepared file: {e}"))
@@ -90,15 +97,21 @@ impl Spares {
         f
     }
 
-    /// Whether no preparation is running (one that ended is reaped: a failure is logged).
-    fn finished(&mut self) -> bool {
+    /// Whether no preparation is running (one that ended is reaped: its file is ready,
+    /// or its failure is logged).
+    fn reap(&mut self) -> bool {
         match &self.job {
             Some(j) if !j.is_finished() => false,
             Some(_) => {
-                let j = self.job.take().expect("checked");
-                if let Ok(Err(e)) = j.join() {
-                    log::warn!("write-ahead log: preparing the next file failed ({e}); files grow as written instead");
-                    let _ = std::fs::remove_file(self.dir.join(PARTIAL));
+                match self.job.take().expect("checked").join() {
+                    Ok(Ok(done)) => self.have_ready = done,
+                    Ok(Err(e)) => {
+                        log::warn!(
+                            "write-ahead log: preparing the next file failed ({e}); files grow as written instead"
+                        );
+                        let _ = std::fs::remove_file(self.dir.join(PARTIAL));
+                    }
+                    Err(_) => log::warn!("write-ahead log: the thread preparing the next file panicked"),
                 }
                 true
             }
@@ -109,7 +122,7 @@ impl Spares {
     /// Start preparing a file in the background, unless one is ready or being prepared,
     /// or the filesystem has too little space available.
     pub fn start(&mut self) {
-        if self.off.is_some() || !self.finished() || ready_file(&self.dir.join(READY), self.size) {
+        if self.off.is_some() || !self.reap() || self.have_ready {
             return;
         }
         match crate::fsinfo::available(&self.dir) {
@@ -123,11 +136,9 @@ impl Spares {
             Err(e) => log::warn!("write-ahead log: cannot start preparing the next file: {e}"),
         }
     }
-}
 
-impl Spares {
-    /// Stop preparing (a preparation under way is abandoned and its file deleted); no
-    /// file is prepared after this.
+    /// Stop preparing (a preparation under way is abandoned and its file deleted; a
+    /// ready file stays for the next start); no file is prepared after this.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(j) = self.job.take() {
@@ -143,13 +154,9 @@ impl Drop for Spares {
     }
 }
 
-/// Whether `path` is a complete prepared file of `size` bytes.
-fn ready_file(path: &Path, size: u64) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.len() == size)
-}
-
-/// Write `size` zeros to `spare.tmp`, fsync them, rename the file to `spare`.
-fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<(), String> {
+/// Write `size` zeros to `spare.tmp`, fsync them, rename the file to `spare`. False if
+/// stopped first (nothing is left behind).
+fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<bool, String> {
     let partial = dir.join(PARTIAL);
     let mut f = File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
     let zeros = vec![0u8; 1 << 20];
@@ -159,7 +166,7 @@ fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<(), String> {
         if stop.load(Ordering::Relaxed) {
             drop(f);
             let _ = std::fs::remove_file(&partial);
-            return Ok(());
+            return Ok(false);
         }
         f.write_all(&zeros).map_err(|e| format!("{}: {e}", partial.display()))?;
         done += zeros.len() as u64;
@@ -172,7 +179,8 @@ fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<(), String> {
         }
     }
     f.sync_all().map_err(|e| format!("{}: {e}", partial.display()))?;
-    std::fs::rename(&partial, dir.join(READY)).map_err(|e| format!("{}: {e}", partial.display()))
+    std::fs::rename(&partial, dir.join(READY)).map_err(|e| format!("{}: {e}", partial.display()))?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -201,6 +209,12 @@ mod tests {
         assert!(bytes.iter().all(|&b| b == 0));
         drop(s);
         assert!(!dir.path().join(PARTIAL).exists(), "a stopped preparation leaves nothing");
+        // A file a previous run prepared is used at once; one of another size is not.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(READY), vec![0u8; SIZE as usize]).expect("write");
+        assert!(Spares::new(dir.path(), SIZE, true).ready());
+        assert!(!Spares::new(dir.path(), 2 * SIZE, true).ready());
+        assert!(!dir.path().join(READY).exists());
     }
 
     /// Async durability prepares nothing and deletes what a sync run left.

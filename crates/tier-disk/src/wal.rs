@@ -144,17 +144,15 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, String> {
         if rest.len() < FRAME_HEADER {
             return torn(ops);
         }
-        let len = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes")) as usize;
         let crc = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes"));
         let bad = |why: &str| Err(format!("damaged frame at byte {at}: {why}"));
-        let header_ok = crc32fast::hash(&rest[..12]) == u32::from_le_bytes(rest[12..16].try_into().expect("4 bytes"));
-        if rest[..4] != MAGIC || !header_ok {
+        let Some(len) = payload_len(&rest[..FRAME_HEADER]) else {
             // A header partly written, with nothing after it: torn.
             if zeros_from(at + FRAME_HEADER) {
                 return torn(ops);
             }
             return bad(if rest[..4] != MAGIC { "no frame marker" } else { "header checksum mismatch" });
-        }
+        };
         if len > MAX_PAYLOAD {
             return bad("impossible length");
         }
@@ -193,6 +191,14 @@ pub fn files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, String> {
     Ok(out)
 }
 
+/// The payload length a frame header (its first [`FRAME_HEADER`] bytes) gives, if it
+/// has the frame marker and its checksum matches.
+fn payload_len(h: &[u8]) -> Option<usize> {
+    let crc = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+    (h[..4] == MAGIC && crc32fast::hash(&h[..12]) == crc)
+        .then(|| u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize)
+}
+
 /// Whether `b` holds nothing but zeros (compared a block at a time: memcmp speed).
 fn all_zero(b: &[u8]) -> bool {
     const ZEROS: [u8; 4096] = [0; 4096];
@@ -204,8 +210,8 @@ fn all_zero(b: &[u8]) -> bool {
 /// end its last frame (a frame's length says how far it runs).
 fn read_frames(path: &Path) -> std::io::Result<Vec<u8>> {
     let f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut end = len;
+    let file_len = f.metadata()?.len();
+    let mut end = file_len;
     let mut block = vec![0u8; 1 << 20];
     while end > 0 {
         let n = (end - end.saturating_sub(block.len() as u64)) as usize;
@@ -224,13 +230,10 @@ fn read_frames(path: &Path) -> std::io::Result<Vec<u8>> {
     // Give the last frame back the zeros it ends with (the rest of the file is zeros).
     let mut at = 0usize;
     while at + FRAME_HEADER <= bytes.len() {
-        let h = &bytes[at..at + FRAME_HEADER];
-        if h[..4] != MAGIC || crc32fast::hash(&h[..12]) != u32::from_le_bytes(h[12..16].try_into().expect("4")) {
-            break;
-        }
-        let frame_end = at + FRAME_HEADER + u32::from_le_bytes(h[4..8].try_into().expect("4")) as usize;
+        let Some(len) = payload_len(&bytes[at..at + FRAME_HEADER]) else { break };
+        let frame_end = at + FRAME_HEADER + len;
         if frame_end > bytes.len() {
-            bytes.resize(frame_end.min(len as usize), 0);
+            bytes.resize(frame_end.min(file_len as usize), 0);
             break;
         }
         at = frame_end;
