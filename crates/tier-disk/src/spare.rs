@@ -9,10 +9,10 @@
 //! changes. On ext4 on this project's benchmark machine that shortened the fsync of a
 //! batch by about a third (docs/persistence.md).
 //!
-//! Not done on tmpfs (an fsync costs nothing there), nor when the data dir's filesystem
-//! has less than [`MIN_FREE_FILES`] prepared files' size available: the zeros must never take the space the log
-//! itself needs. A failed preparation is logged and left; the log then grows a plain
-//! file as before.
+//! Not done on tmpfs (an fsync costs nothing there), nor while the data dir's filesystem
+//! has less than [`MIN_FREE_FILES`] prepared files' size available: the zeros must never
+//! take the space the log itself needs (said once, when it starts and when it ends). A
+//! failed preparation is logged and left; the log then grows a plain file as before.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -44,6 +44,8 @@ pub struct Spares {
     /// Whether `spare` is complete and not yet taken (known here, not asked of the
     /// filesystem per batch).
     have_ready: bool,
+    /// Whether the last look found too little space free (said when this changes).
+    short_of_space: bool,
     /// The preparation under way: true once it has renamed its file to `spare`.
     job: Option<JoinHandle<Result<bool, String>>>,
     stop: Arc<AtomicBool>,
@@ -68,7 +70,8 @@ impl Spares {
             // Of no use: left by a sync run to an async one, or of another size.
             let _ = std::fs::remove_file(&ready);
         }
-        Spares { dir: dir.to_path_buf(), size, off, have_ready, job: None, stop: Arc::new(AtomicBool::new(false)) }
+        let stop = Arc::new(AtomicBool::new(false));
+        Spares { dir: dir.to_path_buf(), size, off, have_ready, short_of_space: false, job: None, stop }
     }
 
     /// Why files are not prepared (None: they are).
@@ -125,9 +128,24 @@ impl Spares {
         if self.off.is_some() || !self.reap() || self.have_ready {
             return;
         }
-        match crate::fsinfo::available(&self.dir) {
-            Some(free) if free >= MIN_FREE_FILES * self.size => {}
-            _ => return,
+        let need = MIN_FREE_FILES * self.size;
+        let free = crate::fsinfo::available(&self.dir);
+        let short = free.is_none_or(|f| f < need);
+        if short != self.short_of_space {
+            self.short_of_space = short;
+            match free {
+                Some(f) if short => log::info!(
+                    "write-ahead log: {} MiB free on the data dir's filesystem, under {} MiB: log files are not \
+                     prepared ahead of time until there is (each fsync also writes the file's size)",
+                    f >> 20,
+                    need >> 20
+                ),
+                None => log::info!("write-ahead log: free space unknown: log files are not prepared ahead of time"),
+                _ => log::info!("write-ahead log: space is free again: log files are prepared ahead of time"),
+            }
+        }
+        if short {
+            return;
         }
         let (dir, size, stop) = (self.dir.clone(), self.size, self.stop.clone());
         let spawned = std::thread::Builder::new().name("disk-spare".into()).spawn(move || prepare(&dir, size, &stop));
