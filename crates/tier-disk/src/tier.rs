@@ -110,6 +110,12 @@ impl DiskTier {
         self.meta_at_open.flush_at
     }
 
+    /// The state shared with the committer and ingest threads (unit tests).
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     /// The durability mode.
     pub fn durability(&self) -> Durability {
         self.shared.opts.durability
