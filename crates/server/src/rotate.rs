@@ -11,9 +11,10 @@
 //!
 //! So, in that case only, a thread of ours wakes every [`TICK`] while the process is
 //! busy (it used at least half a CPU over the last interval; idle, it looks every
-//! [`IDLE_CHECK`]), which bounds a busy worker's turn to about a millisecond. With at
-//! least as many CPUs as workers it does not run. It is said at start, and `stats
-//! settings` shows `worker_rotation_us` (0: off).
+//! [`IDLE_CHECK`], and every [`DEEP_IDLE_CHECK`] once idle for [`DEEP_IDLE_AFTER`]),
+//! which bounds a busy worker's turn to about a millisecond. With at least as many CPUs
+//! as workers it does not run. It is said at start, and `stats settings` shows
+//! `worker_rotation_us` (0: off).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,6 +26,22 @@ pub const TICK: Duration = Duration::from_millis(1);
 /// turns, and `bench/run.sh --cases "a b" --reps 3 --duration 6` (1 s slices) showed p99 at
 /// 1.43x/1.09x memcached's instead of 0.69x/0.55x.
 const IDLE_CHECK: Duration = Duration::from_millis(10);
+/// How often it looks once the process has been idle for [`DEEP_IDLE_AFTER`]: an idle
+/// server wakes ten times a second, not a hundred (memcached's LRU maintainer also backs
+/// off when idle). Only the first 100 ms of a burst after a long pause run on 4 ms turns.
+const DEEP_IDLE_CHECK: Duration = Duration::from_millis(100);
+/// Idle time after which it looks every [`DEEP_IDLE_CHECK`].
+const DEEP_IDLE_AFTER: Duration = Duration::from_secs(10);
+
+/// The rotation thread's next sleep: [`TICK`] while busy, else [`IDLE_CHECK`], or
+/// [`DEEP_IDLE_CHECK`] once the process has been idle for `idle_for` >= [`DEEP_IDLE_AFTER`].
+fn next_wait(busy: bool, idle_for: Duration) -> Duration {
+    match (busy, idle_for >= DEEP_IDLE_AFTER) {
+        (true, _) => TICK,
+        (false, false) => IDLE_CHECK,
+        (false, true) => DEEP_IDLE_CHECK,
+    }
+}
 
 static INTERVAL_US: AtomicU64 = AtomicU64::new(0);
 
@@ -61,12 +78,14 @@ pub fn start(workers: usize) {
     let spawned = std::thread::Builder::new().name("rotate".into()).spawn(|| {
         let mut last = cpu_time();
         let mut wait = IDLE_CHECK;
+        let mut idle_for = Duration::ZERO;
         loop {
             std::thread::sleep(wait);
             let now = cpu_time();
             let busy = now.saturating_sub(last) >= wait / 2;
             last = now;
-            wait = if busy { TICK } else { IDLE_CHECK };
+            idle_for = if busy { Duration::ZERO } else { idle_for + wait };
+            wait = next_wait(busy, idle_for);
         }
     });
     if spawned.is_ok() {
@@ -82,6 +101,14 @@ pub fn start(workers: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Busy: 1 ms turns; idle: a look every 10 ms, every 100 ms after 10 s of idleness.
+    #[test]
+    fn waits_back_off_only_after_a_long_idle_time() {
+        assert_eq!(next_wait(true, Duration::from_secs(60)), TICK);
+        assert_eq!(next_wait(false, Duration::from_secs(1)), IDLE_CHECK);
+        assert_eq!(next_wait(false, DEEP_IDLE_AFTER), DEEP_IDLE_CHECK);
+    }
 
     #[test]
     fn affinity_and_cpu_time_are_read() {
