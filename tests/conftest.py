@@ -27,3 +27,14 @@ def memcached():
     """A fresh real memcached 1.6.18 for one test."""
     with start_memcached() as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One real PostgreSQL 15 (scripts/postgres.sh: wal_level=logical, TLS, a SCRAM superuser
+    and a SCRAM non-superuser) shared by the whole session, started on first use. Tests that
+    restart, kill or reconfigure a server start their own with harness.postgres.start_postgres."""
+    from harness.postgres import start_postgres
+
+    with start_postgres() as pg:
+        yield pg
