@@ -175,7 +175,7 @@ ALTER ROLE "${user}_app" WITH LOGIN NOSUPERUSER NOREPLICATION PASSWORD '$passwor
 SQL
     echo "SQLCACHED_POSTGRES=postgres://$user:$password@127.0.0.1:$port/postgres"
     echo "socket=$dir"
-    [ -f "$dir/ca.crt" ] && [ "${POSTGRES_SSL:-1}" != 0 ] && echo "ca=$dir/ca.crt"
+    if [ -f "$dir/ca.crt" ] && [ "${POSTGRES_SSL:-1}" != 0 ]; then echo "ca=$dir/ca.crt"; fi
     ;;
 stop)
     dir=$(cd "$dir" 2>/dev/null && pwd) || exit 0
