@@ -16,13 +16,17 @@
 //! Upstream tokio-postgres (0.7.18, rust-postgres) has no replication API (no CopyBoth),
 //! hence this client; for catalog queries and container row operations it is the right
 //! tool: `tokio-postgres = { version = "0.7", default-features = false, features =
-//! ["runtime"] }` (`runtime` brings TCP/unix connect and connect timeouts; no `with-*`
-//! type features are needed if values are read as text or with `::text` casts, as the
-//! containers map numeric, uuid, timestamptz and jsonb), with TLS through
-//! `tokio-postgres-rustls` 0.14 (feature `ring`) fed the [`tls::client_config`] of the
-//! same URL: tokio-postgres itself knows only sslmode disable/prefer/require, so
-//! verify-ca/verify-full must be this crate's verifier behind `require`. It needs Rust
-//! 1.85 (the workspace's toolchain is newer; its declared `rust-version` is 1.80).
+//! ["runtime"] }` (`runtime` brings TCP/unix connect and connect timeouts), with TLS
+//! through `tokio-postgres-rustls = { version = "0.14", default-features = false,
+//! features = ["ring"] }` fed the [`tls::client_config`] of the same URL: tokio-postgres
+//! itself knows only sslmode disable/prefer/require, so connect it with `sslmode=require`
+//! and let this crate's verifier do verify-ca/verify-full. Checked against the test
+//! server (a scratch program, not committed): SCRAM over TLS with verify-full, catalog
+//! queries, values read as `String` through `::text` casts. No `with-*` type features are
+//! needed if values travel as text both ways: a `&str` bound to a `numeric` parameter fails
+//! ("error serializing parameter 0"), `$1::text::numeric` works; the same holds for uuid,
+//! timestamptz and jsonb. It needs Rust 1.85 (the toolchain here is newer; the workspace
+//! declares 1.80).
 
 mod auth;
 pub mod config;
