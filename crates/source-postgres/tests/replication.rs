@@ -265,3 +265,57 @@ async fn a_dropped_slot_is_reported() {
     client.close().await;
     sql(&mut admin, &format!("DROP TABLE {tbl}")).await;
 }
+
+#[tokio::test]
+async fn protocol_2_streams_a_large_transaction_in_chunks() {
+    use protocol_postgres::LogicalMessage;
+    let url = need_server!();
+    let tbl = unique("streamed");
+    let (slot, publication) = (unique("slot"), unique("pub"));
+    let mut admin = admin(&url).await;
+    sql(&mut admin, &format!("CREATE TABLE {tbl} (id int PRIMARY KEY, pad text)")).await;
+    // 64 kB of decoded changes and the walsender streams the transaction before it commits.
+    let cfg = config(&url, "options=-c%20logical_decoding_work_mem%3D64kB");
+    let mut client = ReplicationClient::connect(&cfg).await.unwrap();
+    client.create_publication(&publication, Publication::Tables(&[("public", &tbl)])).await.unwrap();
+    client.create_slot(&slot, false).await.unwrap();
+    let mut opts = StartOptions::new(&[&publication]);
+    (opts.proto_version, opts.streaming, opts.messages) = (2, true, true);
+    let mut stream = client.start(&slot, Lsn::INVALID, opts).await.unwrap();
+    sql(
+        &mut admin,
+        &format!(
+            "BEGIN;
+             INSERT INTO {tbl} SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g;
+             SELECT pg_logical_emit_message(true, 'sqlcached', 'hello');
+             COMMIT;"
+        ),
+    )
+    .await;
+    let (mut starts, mut stops, mut inserts, mut message) = (0, 0, 0, None);
+    let end = loop {
+        let ev = tokio::time::timeout(Duration::from_secs(15), stream.recv()).await.expect("streamed").unwrap();
+        let Event::Message { message: m, .. } = ev else { continue };
+        match m {
+            LogicalMessage::StreamStart(_) => starts += 1,
+            LogicalMessage::StreamStop => stops += 1,
+            LogicalMessage::Insert(i) => {
+                assert!(i.xid.is_some(), "a streamed change carries its transaction id");
+                inserts += 1;
+            }
+            LogicalMessage::Message(msg) => message = Some((msg.prefix.to_string(), msg.content.to_vec(), msg.xid)),
+            LogicalMessage::StreamCommit(c) => break c.commit.end_lsn,
+            LogicalMessage::Begin(_) | LogicalMessage::Commit(_) => panic!("streamed, not sent at commit"),
+            _ => {}
+        }
+    };
+    assert!(starts >= 2 && starts == stops, "chunks: {starts} starts, {stops} stops");
+    assert_eq!(inserts, 5000);
+    let (prefix, content, xid) = message.expect("the logical message");
+    assert_eq!((prefix.as_str(), content.as_slice()), ("sqlcached", &b"hello"[..]));
+    assert!(xid.is_some());
+    stream.confirm(end);
+    stream.stop().await.unwrap().close().await;
+    teardown(&url, &slot, &publication).await;
+    sql(&mut admin, &format!("DROP TABLE {tbl}")).await;
+}
