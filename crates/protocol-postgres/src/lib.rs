@@ -20,6 +20,8 @@
 //! - [`copy`]: the CopyIn, CopyOut and CopyBoth responses;
 //! - [`reply`]: where the reply to a Query, Sync or FunctionCall ends (ReadyForQuery and
 //!   its transaction status), pipelines, and whether a reply could be cached;
+//! - [`scram`]: the SCRAM-SHA-256 messages inside the SASL messages (attributes only, no
+//!   cryptography), and the stored verifier format;
 //! - [`lsn`]: WAL positions;
 //! - [`replication`]: the walsender's CopyData payloads (XLogData, PrimaryKeepalive,
 //!   StandbyStatusUpdate) and a pgoutput decoder (protocol versions 1 and 2).
@@ -80,6 +82,7 @@ pub mod lsn;
 mod reader;
 pub mod replication;
 pub mod reply;
+pub mod scram;
 pub mod startup;
 mod writer;
 

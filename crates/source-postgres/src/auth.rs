@@ -10,6 +10,7 @@
 use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use protocol_postgres::frontend::auth::{write_password, write_sasl_response};
+use protocol_postgres::scram::{ServerFinal, ServerFirst};
 use protocol_postgres::{Authentication, SaslInitialResponse};
 
 use crate::error::Error;
@@ -66,11 +67,17 @@ impl Authenticator {
             }
             Authentication::SaslContinue(data) => {
                 let scram = self.scram.as_mut().ok_or_else(|| Error::Protocol("SASLContinue before SASL".into()))?;
+                ServerFirst::parse(data).map_err(|e| Error::Protocol(format!("SCRAM server-first-message: {e}")))?;
                 scram.update(data).map_err(|e| Error::Auth(format!("SCRAM: {e}")))?;
                 write_sasl_response(out, scram.message());
             }
             Authentication::SaslFinal(data) => {
                 let scram = self.scram.as_mut().ok_or_else(|| Error::Protocol("SASLFinal before SASL".into()))?;
+                match ServerFinal::parse(data) {
+                    Ok(ServerFinal::Error(why)) => return Err(Error::Auth(format!("the server refused SCRAM: {why}"))),
+                    Ok(ServerFinal::Verifier(_)) => {}
+                    Err(e) => return Err(Error::Protocol(format!("SCRAM server-final-message: {e}"))),
+                }
                 scram.finish(data).map_err(|e| Error::Auth(format!("SCRAM: the server's signature is wrong: {e}")))?;
                 self.scram_verified = true;
             }
@@ -82,5 +89,32 @@ impl Authenticator {
             }
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol_postgres::scram::{ChannelBinding, ClientFirst};
+    use protocol_postgres::{parse_frontend_frame, FrontendMessage};
+
+    #[test]
+    fn scram_first_message_is_what_protocol_postgres_reads() {
+        let mut a = Authenticator::new("app", Some("secret"));
+        let mut out = Vec::new();
+        assert!(!a.respond(&Authentication::Sasl(vec![b"SCRAM-SHA-256-PLUS", b"SCRAM-SHA-256"]), &mut out).unwrap());
+        let (f, _) = parse_frontend_frame(&out).unwrap().unwrap();
+        let FrontendMessage::Password(body) = FrontendMessage::parse(f).unwrap() else { panic!() };
+        let init = SaslInitialResponse::parse(body).unwrap();
+        assert_eq!(init.mechanism, b"SCRAM-SHA-256");
+        let first = ClientFirst::parse(init.data.unwrap()).unwrap();
+        assert_eq!((first.channel_binding, first.gs2_header()), (ChannelBinding::NotSupported, "n,,"));
+        // An Ok before the server proved itself is refused.
+        assert!(matches!(a.respond(&Authentication::Ok, &mut out), Err(Error::Auth(_))));
+        let err = a.respond(&Authentication::SaslFinal(b"e=invalid-proof"), &mut out).unwrap_err();
+        assert!(err.to_string().contains("invalid-proof"), "{err}");
+        let mut none = Authenticator::new("app", None);
+        assert!(matches!(none.respond(&Authentication::CleartextPassword, &mut out), Err(Error::Auth(_))));
+        assert!(matches!(none.respond(&Authentication::Gss, &mut out), Err(Error::Auth(_))));
     }
 }

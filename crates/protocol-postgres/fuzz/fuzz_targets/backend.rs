@@ -1,6 +1,6 @@
 //! Fuzzes what a client (or a proxy) reads from servers: a reader loop of typed frames
 //! with libpq's per-type limits, every backend message with compose → parse round trips,
-//! DataRow iteration, and the reply state machine (a finished reply stays finished; a
+//! DataRow iteration, SCRAM server messages, and the reply state machine (a finished reply stays finished; a
 //! ReadyForQuery always ends it).
 //!
 //! `cargo +nightly fuzz run backend -- -max_total_time=60` (from crates/protocol-postgres).
@@ -35,6 +35,18 @@ fuzz_target!(|data: &[u8]| {
                 }
                 BackendMessage::ErrorResponse(f) | BackendMessage::NoticeResponse(f) => {
                     let _ = (f.code(), f.message(), f.severity(), f.to_string());
+                }
+                BackendMessage::Authentication(Authentication::SaslContinue(d) | Authentication::SaslFinal(d)) => {
+                    if let Ok(first) = scram::ServerFirst::parse(d) {
+                        let mut out = Vec::new();
+                        first.write(&mut out);
+                        assert_eq!(scram::ServerFirst::parse(&out).unwrap(), first);
+                    }
+                    if let Ok(fin) = scram::ServerFinal::parse(d) {
+                        let mut out = Vec::new();
+                        fin.write(&mut out);
+                        assert_eq!(scram::ServerFinal::parse(&out).unwrap(), fin);
+                    }
                 }
                 BackendMessage::CommandComplete(tag) => {
                     let _ = command_rows(tag);

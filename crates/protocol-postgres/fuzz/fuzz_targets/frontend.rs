@@ -1,6 +1,6 @@
 //! Fuzzes what a server (or a proxy) reads from clients: the startup packet, then a reader
 //! loop of typed frames with the server's per-type limits, every frontend message and the
-//! 'p' sub-messages, with compose → parse round trips (composing a parsed message gives
+//! 'p' sub-messages (SCRAM attributes included), with compose → parse round trips (composing a parsed message gives
 //! back the bytes it came from).
 //!
 //! `cargo +nightly fuzz run frontend -- -max_total_time=60` (from crates/protocol-postgres).
@@ -37,6 +37,18 @@ fuzz_target!(|data: &[u8]| {
                     let mut out = Vec::new();
                     s.write(&mut out);
                     assert_eq!(&out[5..], body);
+                    if let Some(Ok(first)) = s.data.map(scram::ClientFirst::parse) {
+                        assert_eq!(first.gs2_header().len() + first.bare().len(), s.data.unwrap().len());
+                    }
+                }
+                if let Ok(fin) = scram::ClientFinal::parse(body) {
+                    let mut out = Vec::new();
+                    scram::ClientFinal::write(&mut out, fin.channel_binding, fin.nonce, fin.proof);
+                    assert!(body.starts_with(fin.without_proof().as_bytes()));
+                    assert_eq!(scram::ClientFinal::parse(&out).unwrap().proof, fin.proof);
+                }
+                if let Ok(text) = std::str::from_utf8(body) {
+                    let _ = scram::StoredVerifier::parse(text);
                 }
             }
             if let FrontendMessage::CopyData(payload) = m {
