@@ -87,6 +87,7 @@ async fn every_sslmode() {
         let err = tls(&format!("sslmode={mode}&sslrootcert={}", rogue.display())).await.unwrap_err();
         assert!(matches!(err, Error::Tls(_)), "{mode}: {err}");
     }
+    let _ = std::fs::remove_dir_all(rogue.parent().unwrap());
 }
 
 /// A self-signed CA made with the real openssl command.
@@ -142,7 +143,14 @@ async fn wal_level_replica_is_refused_clearly() {
         .env("POSTGRES_SSL", "0")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stop = || {
+        let _ = Command::new("bash").arg(&script).args(["stop", dir.to_str().unwrap()]).status();
+        let _ = std::fs::remove_dir_all(&dir);
+    };
+    if !out.status.success() {
+        stop(); // whatever it started, stopped by its own pid
+        panic!("postgres.sh start: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let mut cfg = Config::from_url(&url).unwrap();
     cfg.port = port;
     let result = async {
@@ -150,8 +158,7 @@ async fn wal_level_replica_is_refused_clearly() {
         client.create_slot("never", false).await
     }
     .await;
-    let _ = Command::new("bash").arg(&script).args(["stop", dir.to_str().unwrap()]).status();
-    let _ = std::fs::remove_dir_all(&dir);
+    stop();
     let err = result.unwrap_err();
     assert!(matches!(err, Error::WalLevelNotLogical(_)), "{err}");
     assert!(err.to_string().contains("wal_level must be logical"), "{err}");
