@@ -97,9 +97,10 @@ class PostgreSQL:
         return self
 
     def stop(self):
-        if self.running:
+        # Whatever a failed start may have left running is stopped too (by its own pid).
+        if self.running or (self.base / "data" / "postmaster.pid").exists():
             _run("stop", self.base)
-            self.running = False
+        self.running = False
 
     def restart(self):
         self.stop()
