@@ -28,6 +28,9 @@
 //! timestamptz and jsonb. It needs Rust 1.85 (the toolchain here is newer; the workspace
 //! declares 1.80).
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 mod auth;
 pub mod config;
 pub mod conn;
