@@ -388,16 +388,16 @@ def test_clean_stop_writes_memtables_out(persistent):
 
 
 def test_disk_cache_bounds_the_memory_reads_from_disk_take(persistent, tmp_path):
-    """`--disk-cache` bounds fjall's block cache: after 48 MB of items are read back from
-    disk (memory holds only 8 MB of them), a server with a 4 MB cache holds tens of MB less
-    than one with the default 64 MB (which then holds most of what it read)."""
+    """`--disk-cache` bounds fjall's block cache (a share of -m, docs/memory.md): after 48 MB
+    of items are read back from disk twice, a server with a 4 MB cache holds tens of MB less
+    than one with 64 MB (which then holds most of the blocks it read)."""
     from harness.servers import rss_mib
     value = b"v" * 4000
     keys = [f"big{i}" for i in range(12_000)]
     rss = {}
     for cache in ("4m", "64m"):
         d = tmp_path / f"data-{cache}"
-        srv = persistent.start("-m", "8", "--disk-cache", cache, dir=d, log=str(tmp_path / f"{cache}.log"))
+        srv = persistent.start("-m", "128", "--disk-cache", cache, dir=d, log=str(tmp_path / f"{cache}.log"))
         with Conn(srv.port) as c:
             assert c.set_many((k, value, 0) for k in keys) == len(keys)
         srv.stop()

@@ -1,6 +1,6 @@
 //! The persistent tier's flags (`--data-dir`, `--durability`, ... see docs/persistence.md):
-//! where items are kept on disk, when a write counts as durable, and how much memory the
-//! disk tier may use beside `-m`.
+//! where items are kept on disk, when a write counts as durable, and how much of `-m` the
+//! disk tier's block cache may take.
 
 use crate::parse_size;
 
@@ -18,8 +18,9 @@ pub struct PersistenceConfig {
     pub flush_interval_ms: u64,
     /// `--disk-limit`: bound on bytes in the disk tier (0: none).
     pub disk_limit: u64,
-    /// `--disk-cache`: bytes of fjall's block cache (reads of items not in memory).
-    pub disk_cache: u64,
+    /// `--disk-cache`: most bytes of `-m` fjall's block cache (reads of items not in
+    /// memory) may take; none: the tier's default share (`tier_disk::Shares`).
+    pub disk_cache: Option<u64>,
     /// `--data-dir-recover`: move a damaged data directory aside and start empty.
     pub data_dir_recover: bool,
     /// A flag that needs `--data-dir` was given (named for the error).
@@ -33,7 +34,7 @@ impl Default for PersistenceConfig {
             durability_sync: false,
             flush_interval_ms: 100,
             disk_limit: 0,
-            disk_cache: 64 << 20,
+            disk_cache: None,
             data_dir_recover: false,
             needs_dir: None,
         }
@@ -75,8 +76,9 @@ impl PersistenceConfig {
             }
             "disk-limit" => self.disk_limit = size(flag, v)?,
             "disk-cache" => {
-                self.disk_cache = size(flag, v)?;
-                if self.disk_cache < MIN_DISK_CACHE {
+                let bytes = size(flag, v)?;
+                self.disk_cache = Some(bytes);
+                if bytes < MIN_DISK_CACHE {
                     return Err(format!("--disk-cache must be at least 1m, not '{v}'"));
                 }
             }
@@ -127,8 +129,8 @@ mod tests {
     #[test]
     fn sizes_and_their_bounds() {
         let c = parse(&[("data-dir", Some("/d")), ("disk-cache", Some("16m")), ("disk-limit", Some("1g"))]).unwrap();
-        assert_eq!((c.disk_cache, c.disk_limit), (16 << 20, 1 << 30));
-        assert_eq!(PersistenceConfig::default().disk_cache, 64 << 20);
+        assert_eq!((c.disk_cache, c.disk_limit), (Some(16 << 20), 1 << 30));
+        assert_eq!(PersistenceConfig::default().disk_cache, None);
         for (flag, v) in [
             ("disk-cache", "512k"),
             ("disk-cache", "lots"),
@@ -172,7 +174,7 @@ mod tests {
                 .collect();
             let mut c = PersistenceConfig::default();
             if c.set(flag, Some(&v)).is_ok() {
-                assert!(c.disk_cache >= MIN_DISK_CACHE && c.flush_interval_ms >= 1, "{flag}={v:?}");
+                assert!(c.disk_cache.is_none_or(|b| b >= MIN_DISK_CACHE) && c.flush_interval_ms >= 1, "{flag}={v:?}");
             }
         }
     }

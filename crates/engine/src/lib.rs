@@ -13,12 +13,15 @@
 //!   probation queue and only items that are used again reach the main queue.
 //! - [`clock`]: memcached's relative clock and its TTL rules.
 //! - [`item`]: the stored item and its memory cost.
+//! - [`budget`]: `-m` as one budget shared by items, the disk tier's caches and the
+//!   other caches.
 //! - [`tier`]: the trait a storage tier below memory implements.
 //! - [`stats`]: counters with memcached's names.
 //! - [`latency`]: lock-free latency histograms for the metrics endpoint.
 
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod bufpool;
 pub mod clock;
 pub mod config;

@@ -28,6 +28,9 @@ pub struct Engine {
     /// Bytes of dead records (deleted, overwritten) inside `mem_used`, over every shard.
     dead: AtomicUsize,
     mem_limit: AtomicUsize,
+    /// Room the memory budget leaves items now (`crate::budget`); the bound in force is the
+    /// lower of this and `mem_limit`.
+    room: AtomicUsize,
     cas: AtomicU64,
     /// Delayed `flush_all`: items last accessed before this relative time die once it passes.
     flush_at: AtomicU32,
@@ -75,6 +78,7 @@ impl Engine {
             mem_used: AtomicUsize::new(0),
             dead: AtomicUsize::new(0),
             mem_limit: AtomicUsize::new(limit),
+            room: AtomicUsize::new(usize::MAX),
             cas: AtomicU64::new(0),
             flush_at: AtomicU32::new(0),
             flush_at_unix: AtomicI64::new(0),
@@ -207,6 +211,50 @@ impl Engine {
     /// on the next stores.
     pub fn set_memory_limit(&self, bytes: usize) {
         self.mem_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Room the memory budget leaves items now ([`crate::budget::Budget::room`]): stores
+    /// evict down to the lower of this and the memory limit. The limit (`-m`,
+    /// `limit_maxbytes`) is unchanged.
+    pub fn set_room(&self, bytes: usize) {
+        self.room.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The bound stores evict down to now: the memory limit, or less while the memory
+    /// budget's other shares hold part of it.
+    pub fn bound(&self) -> usize {
+        self.memory_limit().min(self.room.load(Ordering::Relaxed))
+    }
+
+    /// Evict (off the request path: the memory budget's thread) until items are within
+    /// [`Engine::bound`] again, at most `most` bytes this call, never waiting for a shard
+    /// lock a request holds; returns the bytes freed. A bound lowered while nothing is
+    /// stored would otherwise be reached only by the next stores, in one go.
+    pub fn evict_to_bound(&self, most: usize) -> usize {
+        if !self.cfg.evict {
+            return 0;
+        }
+        let now = self.clock.now();
+        let mut freed = 0;
+        let mut idle_rounds = 0;
+        let mut i = 0;
+        while freed < most && self.mem_used.load(Ordering::Relaxed) > self.bound() && idle_rounds < self.shards.len() {
+            i = (i + 1) & self.mask;
+            let Some(mut s) = self.shards[i].0.try_lock() else {
+                idle_rounds += 1;
+                continue;
+            };
+            let before = s.usage();
+            if s.has_segments() && s.reclaim(now, true) {
+                let after = s.usage();
+                self.settle(before, after);
+                freed += before.0.saturating_sub(after.0);
+                idle_rounds = 0;
+            } else {
+                idle_rounds += 1;
+            }
+        }
+        freed
     }
 
     /// Number of shards.
@@ -495,7 +543,7 @@ impl<'a> Access<'a> {
     /// Link `item` into the shard, making room first; replaces any existing item.
     fn link(&mut self, item: Box<Item>, count_fail: bool) -> Result<u32, OutOfMemory> {
         let engine = self.engine;
-        let limit = engine.memory_limit();
+        let limit = engine.bound();
         let own = (self.hash >> 32) as usize & engine.mask;
         self.slot = None;
         // Make room: this shard first, then others; with evictions off (-M) only dead

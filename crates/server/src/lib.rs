@@ -29,6 +29,7 @@ mod durable;
 mod invalidate;
 mod listen;
 pub mod logging;
+pub mod memory;
 mod meta;
 mod modes;
 mod pending;

@@ -4,12 +4,13 @@
 
 use sqlcached::config::{Action, Config};
 use sqlcached::server::Server;
-use sqlcached::{check, logging, unix};
+use sqlcached::{check, logging, memory, unix};
 
 /// Exit code for a `--check-config` that found a problem (`EX_CONFIG`).
 const EX_CONFIG: i32 = 78;
 
 fn main() {
+    memory::configure_allocator();
     let cfg = match Config::from_args(std::env::args().skip(1)) {
         Ok(Action::Run(c)) => *c,
         Ok(Action::Print(text)) => {

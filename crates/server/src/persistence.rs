@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::Engine;
-use tier_disk::{DiskTier, Durability, Options};
+use tier_disk::{DiskTier, Durability, Options, Shares};
 
 use config::Config;
 
@@ -26,13 +26,24 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
     let Some(dir) = &cfg.persistence.data_dir else { return Ok(None) };
     let dir = dir.trim_end_matches('/');
     let dir = if dir.is_empty() { "/" } else { dir };
+    let shares = Shares::of(cfg.memory_limit, cfg.persistence.disk_cache);
+    if let Some(asked) = cfg.persistence.disk_cache.filter(|&c| c > shares.cache) {
+        log::warn!(
+            "--disk-cache {} MiB is more than half of -m {} MiB: the block cache takes at most {} MiB of it \
+             (-m is the budget of everything the server holds; docs/memory.md)",
+            asked >> 20,
+            cfg.memory_limit >> 20,
+            shares.cache >> 20
+        );
+    }
     let opts = Options {
         dir: dir.into(),
         durability: if cfg.persistence.durability_sync { Durability::Sync } else { Durability::Async },
         flush_interval: Duration::from_millis(cfg.persistence.flush_interval_ms),
         disk_limit: cfg.persistence.disk_limit,
-        cache_bytes: cfg.persistence.disk_cache,
-        max_pending_bytes: 64 << 20,
+        cache_bytes: shares.cache,
+        max_pending_bytes: shares.queue,
+        stage_bytes: shares.stage,
     };
     let disk = match DiskTier::open(opts.clone()) {
         Ok(d) => d,

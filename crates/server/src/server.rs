@@ -18,7 +18,7 @@ use tier_disk::DiskTier;
 
 use crate::shared::Shared;
 use crate::workers::Workers;
-use crate::{admin, auth, containers, invalidate, listen, persistence, rotate, sasl, tls, udp};
+use crate::{admin, auth, containers, invalidate, listen, memory, persistence, rotate, sasl, tls, udp};
 use config::Config;
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
@@ -115,6 +115,7 @@ impl Server {
         let shared = Arc::new(shared);
         let (stop_tx, stop_rx) = std::sync::mpsc::channel();
         *shared.shutdown.lock() = Some(stop_tx.clone());
+        memory::start(&shared)?;
         let workers = Arc::new(Workers::start(&shared)?);
         rotate::start(cfg.threads);
         let (tcp, mysql) = bind_listeners(&cfg, &shared, &workers)?;

@@ -45,6 +45,9 @@ pub struct Shared {
     pub cfg: Config,
     /// The item store.
     pub engine: Arc<Engine>,
+    /// `-m` as one budget: items, the disk tier's caches, the query cache, containers
+    /// (`engine::budget`; kept by `crate::memory`).
+    pub budget: Arc<engine::budget::Budget>,
     /// Current verbosity (the `verbosity` command changes it).
     pub verbose: AtomicU32,
     /// Whether commands are timed for the latency histograms (`--metrics-listen`).
@@ -96,6 +99,7 @@ impl Shared {
         Shared {
             verbose: AtomicU32::new(cfg.verbose),
             timing: cfg.metrics_listen.is_some(),
+            budget: Arc::new(engine::budget::Budget::new(cfg.memory_limit)),
             cfg,
             engine: Arc::new(engine),
             workers,

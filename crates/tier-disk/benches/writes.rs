@@ -29,6 +29,7 @@ fn run(durability: Durability, sets: u64) -> (f64, f64) {
         disk_limit: 0,
         cache_bytes: 32 << 20,
         max_pending_bytes: 64 << 20,
+        stage_bytes: tier_disk::STAGE_MAX,
     };
     let tier = Rc::new(DiskTier::open(opts).expect("open"));
     let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");

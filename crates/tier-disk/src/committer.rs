@@ -143,7 +143,7 @@ pub(crate) fn commit_inline(s: &Shared) -> bool {
         if p.ops.is_empty() {
             return true;
         }
-        if p.flush_seq != 0 || p.staged.bytes() >= 2 * crate::ingest::stage_limit(&s.opts) {
+        if p.flush_seq != 0 || p.state_bytes() >= 2 * crate::ingest::stage_limit(&s.opts) {
             return false;
         }
         p.take()
@@ -203,10 +203,14 @@ fn write(s: &Shared, batch: &[(u64, Op)]) -> Result<(), String> {
 }
 
 /// Hand the staged states to the ingest thread once they (or the log file) are large
-/// (commit lock held); if an ingestion is still running and they have grown to twice
-/// the limit, wait for it (writers then wait on the queue: backpressure).
+/// (commit lock held); if an ingestion is still running and the staged and frozen states
+/// together have grown to twice the limit, wait for it (writers then wait on the queue:
+/// backpressure), so that they stay within the tier's share of the memory budget.
 fn maybe_ingest(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<(), String> {
-    let staged = s.pending.lock().staged.bytes();
+    let (staged, held) = {
+        let p = s.pending.lock();
+        (p.staged.bytes(), p.state_bytes())
+    };
     let log = s.wal.lock().len();
     let limit = crate::ingest::stage_limit(&s.opts);
     if staged < limit && log < WAL_FILE_LIMIT {
@@ -215,7 +219,7 @@ fn maybe_ingest(s: &Shared, sync: bool, last_persist: &mut Instant) -> Result<()
     if start_ingestion(s, sync, last_persist)? {
         return Ok(());
     }
-    if staged >= 2 * limit || log >= 2 * WAL_FILE_LIMIT {
+    if held >= 2 * limit || log >= 2 * WAL_FILE_LIMIT {
         s.counters.ingest_waits.fetch_add(1, Ordering::Relaxed);
         if crate::ingest::wait_idle(s) {
             start_ingestion(s, sync, last_persist)?;
@@ -368,6 +372,7 @@ mod tests {
             disk_limit: 0,
             cache_bytes: 1 << 20,
             max_pending_bytes: 1 << 20,
+            stage_bytes: crate::STAGE_MAX,
         };
         let tier = crate::DiskTier::open(opts).expect("open");
         let item = TierItem { value: &b"v"[..], flags: 0, exptime_unix: 0, cas: 1, stored_unix: 0, bits: 0 };

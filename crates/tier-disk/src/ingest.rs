@@ -1,6 +1,6 @@
 //! The ingest thread: staged changes into fjall's tables, old log files deleted.
 //!
-//! When the staged states grow past [`STAGE_LIMIT`] (or the log file past
+//! When the staged states grow past the ingestion threshold ([`stage_limit`]; or the log file past
 //! [`crate::wal::FILE_LIMIT`]), the committer logs what is still queued, freezes the states,
 //! seals the log file and hands them over as a [`Job`]
 //! (`committer::start_ingestion`). This thread sorts them and has fjall write them as new tables
@@ -16,18 +16,18 @@ use std::time::Duration;
 
 use crate::shared::{Job, Shared};
 
-/// Bytes of staged states at which they are ingested.
-const STAGE_LIMIT: usize = 32 << 20;
 /// Oldest index entries examined per eviction round.
 const EVICT_BATCH: usize = 256;
 
-/// Bytes of staged states at which they are ingested: [`STAGE_LIMIT`], or with a
-/// `--disk-limit` an eighth of it (at least 64 KiB), so that eviction keeps up and fjall
-/// plus the staged states stay within the limit.
+/// Bytes of staged states at which they are ingested: [`crate::Options::stage_bytes`]
+/// (its share of the memory budget), or with a `--disk-limit` at most an eighth of that
+/// limit (at least 64 KiB), so that eviction keeps up and fjall plus the staged states
+/// stay within it.
 pub(crate) fn stage_limit(opts: &crate::Options) -> usize {
+    let share = opts.stage_bytes.max(64 << 10);
     match opts.disk_limit {
-        0 => STAGE_LIMIT,
-        limit => ((limit / 8) as usize).clamp(64 << 10, STAGE_LIMIT),
+        0 => share,
+        limit => ((limit / 8) as usize).clamp(64 << 10, share),
     }
 }
 
@@ -42,11 +42,14 @@ pub(crate) fn run(s: Arc<Shared>) {
                     _ if s.stopping.load(Ordering::SeqCst) => return,
                     _ => {
                         s.ingest_work.wait_for(&mut j, Duration::from_secs(1));
+                        s.pacer.pace(s.store.l0_tables());
                     }
                 }
             }
         };
-        if let Err(e) = ingest(&s, job) {
+        let done = ingest(&s, job);
+        s.pacer.pace(s.store.l0_tables());
+        if let Err(e) = done {
             if let Some(j) = s.job.lock().as_mut() {
                 j.failed = true;
             }

@@ -25,6 +25,7 @@ mod fault;
 mod fsinfo;
 mod ingest;
 pub mod lock;
+mod pace;
 pub mod pending;
 pub mod record;
 mod shared;
@@ -34,6 +35,6 @@ mod store;
 mod tier;
 pub mod wal;
 
-pub use shared::{Durability, Options};
+pub use shared::{Durability, Options, Shares, STAGE_MAX};
 pub use store::OpenReport;
 pub use tier::DiskTier;

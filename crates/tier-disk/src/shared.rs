@@ -35,6 +35,40 @@ pub struct Options {
     pub cache_bytes: u64,
     /// Most bytes of changes queued in memory before writers wait for the disk.
     pub max_pending_bytes: usize,
+    /// Bytes of staged states at which they are ingested into fjall; staged and frozen
+    /// states together are held to twice this (writers wait beyond: backpressure).
+    pub stage_bytes: usize,
+}
+
+/// What the tier may hold of the memory budget (`-m`, `engine::budget`), by share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shares {
+    /// fjall's block cache capacity ([`Options::cache_bytes`]).
+    pub cache: u64,
+    /// The ingestion threshold ([`Options::stage_bytes`]); staged and frozen states hold
+    /// at most twice this.
+    pub stage: usize,
+    /// The write queue's bound ([`Options::max_pending_bytes`]); its changes are staged
+    /// states too, so it adds only its own list (about 40 bytes a change).
+    pub queue: usize,
+}
+
+/// Largest ingestion threshold (32 MiB: fjall's tables stay large, few compactions).
+pub const STAGE_MAX: usize = 32 << 20;
+
+impl Shares {
+    /// The shares of a budget of `budget` bytes: the block cache 1/8 of it (1 MiB to
+    /// 256 MiB), or `cache` if given (at most half of it); the ingestion threshold 1/8 of
+    /// it (1 MiB to 32 MiB, so staged and frozen states hold at most 1/4); the queue 1/16
+    /// (1 MiB to 64 MiB). Together at most 7/16 of the budget: items always keep the rest.
+    pub fn of(budget: usize, cache: Option<u64>) -> Shares {
+        let eighth = (budget / 8) as u64;
+        let cache = match cache {
+            Some(c) => c.min((budget / 2) as u64).max(1 << 20),
+            None => eighth.clamp(1 << 20, 256 << 20),
+        };
+        Shares { cache, stage: (budget / 8).clamp(1 << 20, STAGE_MAX), queue: (budget / 16).clamp(1 << 20, 64 << 20) }
+    }
 }
 
 /// Counters for `stats`.
@@ -118,6 +152,8 @@ pub(crate) struct Shared {
     pub commit_lock: Mutex<()>,
     /// Held by whoever changes fjall (an ingestion, a flush, a reopen): one at a time.
     pub store_lock: Mutex<()>,
+    /// fjall's compaction threads' priority, by how far compaction is behind.
+    pub pacer: crate::pace::Pacer,
 }
 
 /// One ingestion: the frozen states (`Pending::frozen`) hold every change up to `upto`.

@@ -327,6 +327,16 @@ impl Store {
         self.inner().map(|i| i.db.write_buffer_size()).unwrap_or(0)
     }
 
+    /// Tables in level 0 of the items' keyspace (what compaction has yet to merge).
+    pub fn l0_tables(&self) -> usize {
+        self.inner().map(|i| i.spaces.data.l0_table_count()).unwrap_or(0)
+    }
+
+    /// Bytes of blocks in fjall's block cache now (at most its capacity).
+    pub fn cache_used(&self) -> u64 {
+        self.inner().map(|i| i.db.cache_size()).unwrap_or(0)
+    }
+
     /// Apply a `flush_all` logged at sequence `at`: drop every item and record fjall's
     /// `meta` as of that flush (nothing held, `ingested = at`; later changes are replayed
     /// from the log). Used as the committer logs it and as the log is replayed at open.

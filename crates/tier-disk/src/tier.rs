@@ -73,7 +73,15 @@ impl DiskTier {
             ingest_done: Condvar::new(),
             store_lock: Mutex::new(()),
             commit_lock: Mutex::new(()),
+            pacer: crate::pace::Pacer::default(),
         });
+        if !shared.pacer.active() {
+            log::info!(
+                "compaction runs at normal priority: bringing fjall's threads back from a lower one needs root, \
+                 CAP_SYS_NICE or RLIMIT_NICE 20 (systemd: LimitNICE=20), so they are never lowered"
+            );
+        }
+        shared.pacer.pace(shared.store.l0_tables());
         shared.counters.bytes.store(meta.bytes, Ordering::Relaxed);
         let s = shared.clone();
         let committer = std::thread::Builder::new()
@@ -146,6 +154,25 @@ impl DiskTier {
             d if d >= seq => Ok(()),
             d => Err(d),
         }
+    }
+
+    /// What the tier holds of the memory budget now: (fjall's block cache, the changes
+    /// not yet in fjall: staged and frozen states, the queue's list, fjall's memtables).
+    pub fn memory(&self) -> (usize, usize) {
+        let s = &self.shared;
+        let writes = {
+            let p = s.pending.lock();
+            p.state_bytes() + p.ops.capacity() * std::mem::size_of::<(u64, Op)>()
+        };
+        (s.store.cache_used() as usize, writes + s.store.memtable_bytes() as usize)
+    }
+
+    /// The tier's bounds on its shares of the memory budget: (block cache capacity, most
+    /// bytes of changes held before writers wait: twice the ingestion threshold plus the
+    /// queue's bound).
+    pub fn memory_caps(&self) -> (usize, usize) {
+        let o = &self.shared.opts;
+        (o.cache_bytes as usize, 2 * crate::ingest::stage_limit(o) + o.max_pending_bytes)
     }
 
     /// While the tier is degraded: why a write must be refused, as memcached-style error
@@ -335,6 +362,8 @@ impl Tier for DiskTier {
         sink.stat("disk_memtable_bytes", Kind::Gauge, &(s.store.memtable_bytes() + states as u64));
         sink.stat("disk_log_bytes", Kind::Gauge, &s.wal.lock().disk_bytes());
         sink.stat("disk_ingestions", Kind::Counter, &get(&c.ingestions));
+        sink.stat("disk_l0_tables", Kind::Gauge, &s.store.l0_tables());
+        sink.stat("disk_compaction_nice", Kind::Gauge, &s.pacer.nice());
         sink.stat("disk_writes", Kind::Counter, &get(&c.writes));
         sink.stat("disk_batches", Kind::Counter, &get(&c.batches));
         sink.stat("disk_fsyncs", Kind::Counter, &get(&c.fsyncs));

@@ -180,6 +180,11 @@ impl Sql {
     }
 
     /// Do `@@name.key` references also bind the connection? (Yes in the plugin's mode,
+    /// Bytes the containers' memory copies hold now (the memory budget's containers share).
+    pub fn memory_used(&self) -> usize {
+        self.caches.iter().flatten().map(|e| e.mem_used()).sum()
+    }
+
     /// `plain_keys = "default_container"`; with `memory` only `get @@name` / `bind` do.)
     pub fn mapped_key_binds(&self) -> bool {
         self.set.options().plain_keys == PlainKeys::DefaultContainer

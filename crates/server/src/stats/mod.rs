@@ -193,6 +193,8 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
         sink.stat("disk_hits", Kind::Counter, &i.tier_hits);
         tier.stats(sink);
     }
+    sh.budget.stats(sink);
+    crate::memory::write_stats(sink);
     crate::timing::write(sh.workers.iter().map(|w| &w.latency), sink);
 }
 

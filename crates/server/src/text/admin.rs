@@ -59,6 +59,7 @@ pub fn execute(cmd: Command<'_>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
                 say(out, noreply, b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
             } else {
                 shared.engine.set_memory_limit(megabytes as usize * 1024 * 1024);
+                shared.budget.set_total(megabytes as usize * 1024 * 1024);
                 say(out, noreply, reply::OK);
             }
         }
