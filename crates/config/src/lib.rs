@@ -13,6 +13,7 @@ pub mod file;
 pub mod invalidate;
 pub mod mysql;
 pub mod persistence;
+pub mod postgres;
 pub mod tls;
 
 /// How log lines are written (`--log-format`).
@@ -107,6 +108,8 @@ pub struct Config {
     pub containers: Option<String>,
     /// The MySQL query-cache proxy (`--mysql-*`, `--query-cache-*`).
     pub mysql: mysql::MysqlConfig,
+    /// The PostgreSQL front (`--pg-*`).
+    pub postgres: postgres::PostgresConfig,
     /// Binlog-driven invalidation of plain keys (`--invalidate*`).
     pub invalidate: invalidate::InvalidateConfig,
     /// `--invalidate-hold-ms` or `--invalidate-table-changes` was given.
@@ -155,6 +158,7 @@ impl Default for Config {
             persistence: Default::default(),
             containers: None,
             mysql: Default::default(),
+            postgres: Default::default(),
             invalidate: Default::default(),
             invalidate_tuned: false,
             config_file: None,
@@ -427,6 +431,10 @@ impl Config {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
                 }
+                Long(flag) if postgres::FLAGS.contains(&flag) => {
+                    let flag = flag.to_string();
+                    c.postgres.set(&flag, &val(&mut p)?)?;
+                }
                 Short('d') | Long("daemon") => c.daemonize = true,
                 Short('S') | Long("enable-sasl") => c.sasl = true,
                 Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),
@@ -445,6 +453,7 @@ impl Config {
         let c = self;
         c.persistence.validate()?;
         c.mysql.validate(!c.invalidate.rules.is_empty())?;
+        c.postgres.validate()?;
         c.invalidate.validate(&c.mysql, c.invalidate_tuned)?;
         if c.sasl {
             // memcached's rules: SASL is binary-only, and UDP cannot carry it.
@@ -486,7 +495,7 @@ impl Config {
 
 fn usage() -> String {
     format!(
-        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}{}{}",
+        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}{}{}{}",
         env!("CARGO_PKG_VERSION"),
         r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
 -U, --udp-port=<num>      UDP port to listen on (default: 0, off)
@@ -544,7 +553,7 @@ Configuration file (sqlcached):
                           (port = 11211, listen = ["127.0.0.1"], enable-shutdown = true,
                           extended = { idle_timeout = 30 }); flags given here override it
 --check-config            check the settings and what they point at (containers, MySQL
-                          backend, data directory), print what was checked, and exit
+                          and PostgreSQL backends, data directory), print what was checked, and exit
 Metrics (sqlcached):
 --metrics-listen=<addr>   serve GET /metrics (OpenMetrics, for Prometheus) on host:port
 Logs (sqlcached):
@@ -559,6 +568,7 @@ Logs (sqlcached):
    slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
 "#,
         mysql::USAGE,
+        postgres::USAGE,
         invalidate::USAGE
     )
 }

@@ -67,6 +67,11 @@ pub fn run(cfg: &Config) -> bool {
             Err(e) => say(false, format!("MySQL proxy TLS: {e}")),
         }
     }
+    if cfg.postgres.listen.is_some() {
+        for (passed, line) in pg_proxy::check::run(&cfg.postgres) {
+            say(passed, line);
+        }
+    }
     if !cfg.invalidate.rules.is_empty() {
         let engine = std::sync::Arc::new(Engine::new(EngineConfig::default()));
         let rules = crate::invalidate::Rules::new(&cfg.invalidate, engine);

@@ -28,6 +28,8 @@ struct Logger {
 const OURS: &[&str] = &[
     "sqlcached",
     "mysql_proxy",
+    "pg_proxy",
+    "source_postgres",
     "config",
     "binlog",
     "tier_disk",

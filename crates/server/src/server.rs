@@ -69,6 +69,7 @@ pub struct Handle {
     stop_rx: Receiver<()>,
     tcp: Vec<SocketAddr>,
     mysql: Option<SocketAddr>,
+    postgres: Option<SocketAddr>,
     /// The worker runtimes, alive as long as the server.
     _workers: Arc<Workers>,
 }
@@ -109,6 +110,12 @@ impl Server {
             let proxy = mysql_proxy::Proxy::new(&cfg.mysql, &shared.feeds, cfg.metrics_listen.is_some())?;
             shared.mysql = Some(Arc::new(proxy));
         }
+        if cfg.postgres.listen.is_some() {
+            let proxy = pg_proxy::Proxy::new(&cfg.postgres, cfg.metrics_listen.is_some())
+                .map_err(|e| StartError::new(EX_CONFIG, e))?;
+            shared.postgres = Some(Arc::new(proxy));
+            check_pg_login(&cfg.postgres);
+        }
         if let Some(path) = &cfg.containers {
             shared.sql = Some(start_containers(path, &shared.engine, cfg.metrics_listen.is_some(), &shared.feeds)?);
         }
@@ -118,11 +125,11 @@ impl Server {
         memory::start(&shared)?;
         let workers = Arc::new(Workers::start(&shared)?);
         rotate::start(cfg.threads);
-        let (tcp, mysql) = bind_listeners(&cfg, &shared, &workers)?;
+        let (tcp, mysql, postgres) = bind_listeners(&cfg, &shared, &workers)?;
         if let Some(addr) = &cfg.metrics_listen {
             admin::start(addr, shared.clone())?;
         }
-        Ok(Handle { shared, disk, stop_tx, stop_rx, tcp, mysql, _workers: workers })
+        Ok(Handle { shared, disk, stop_tx, stop_rx, tcp, mysql, postgres, _workers: workers })
     }
 }
 
@@ -159,13 +166,30 @@ fn warn_inert_settings(cfg: &Config) {
     }
 }
 
-/// Bind the memcached (unix, TCP, UDP) and MySQL listeners and start their threads;
-/// returns the TCP and MySQL addresses bound.
-fn bind_listeners(
-    cfg: &Config,
-    shared: &Arc<Shared>,
-    workers: &Arc<Workers>,
-) -> Result<(Vec<SocketAddr>, Option<SocketAddr>), StartError> {
+/// `--pg-user`'s login checked in the background at start: a failure is said at once, with
+/// its fix, while the front already relays clients (it needs no login of its own).
+fn check_pg_login(cfg: &config::postgres::PostgresConfig) {
+    if cfg.user.is_none() {
+        return;
+    }
+    let cfg = cfg.clone();
+    let _ = std::thread::Builder::new().name("pg-login-check".into()).spawn(move || {
+        for (passed, line) in pg_proxy::check::run(&cfg) {
+            if passed {
+                log::info!("postgres proxy: {line}");
+            } else {
+                log::warn!("postgres proxy: {line}");
+            }
+        }
+    });
+}
+
+/// Listeners bound: memcached TCP, MySQL, PostgreSQL.
+type Bound = (Vec<SocketAddr>, Option<SocketAddr>, Option<SocketAddr>);
+
+/// Bind the memcached (unix, TCP, UDP), MySQL and PostgreSQL listeners and start their
+/// threads; returns the TCP, MySQL and PostgreSQL addresses bound.
+fn bind_listeners(cfg: &Config, shared: &Arc<Shared>, workers: &Arc<Workers>) -> Result<Bound, StartError> {
     let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| std::thread::Builder::new().name(name.into()).spawn(f);
     let mut tcp = Vec::new();
     if let Some(path) = &cfg.unix_socket {
@@ -209,7 +233,22 @@ fn bind_listeners(
         let (p, w) = (shared.mysql.clone().expect("set with --mysql-listen"), workers.clone());
         spawn("accept-mysql", Box::new(move || mysql_proxy::accept(l, p, |task| w.dispatch_task(task))))?;
     }
-    Ok((tcp, mysql_addr))
+    let mut pg_addr = None;
+    if let Some(addr) = &cfg.postgres.listen {
+        let l = listen::bind_addr(addr, cfg.backlog)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("failed to listen on PostgreSQL {addr}: {e}")))?;
+        pg_addr = Some(l.local_addr()?);
+        let p = shared.postgres.clone().expect("set with --pg-listen");
+        let tls = if p.tls.acceptor.is_some() { "TLS offered" } else { "no TLS offered" };
+        log::info!(
+            "listening on PostgreSQL {addr} (proxy to {}, {tls}, backend sslmode {})",
+            p.backend,
+            cfg.postgres.backend_sslmode.name()
+        );
+        let w = workers.clone();
+        spawn("accept-postgres", Box::new(move || pg_proxy::accept(l, p, |task| w.dispatch_task(task))))?;
+    }
+    Ok((tcp, mysql_addr, pg_addr))
 }
 
 /// Safe defaults: without `-Y` the memcached protocols have no authentication, so a
@@ -233,6 +272,11 @@ impl Handle {
     /// The MySQL proxy's address, with `--mysql-listen`.
     pub fn mysql_addr(&self) -> Option<SocketAddr> {
         self.mysql
+    }
+
+    /// The PostgreSQL front's address, with `--pg-listen`.
+    pub fn postgres_addr(&self) -> Option<SocketAddr> {
+        self.postgres
     }
 
     /// Something another thread (a signal handler thread) sends `()` on to ask for a stop.
@@ -264,6 +308,9 @@ impl Handle {
         if let Some(proxy) = &shared.mysql {
             proxy.stop();
         }
+        if let Some(proxy) = &shared.postgres {
+            proxy.stop();
+        }
         let open = shared.drain(DRAIN_LIMIT);
         if open > 0 {
             log::warn!(
@@ -274,6 +321,12 @@ impl Handle {
             let open = proxy.drain(DRAIN_LIMIT.saturating_sub(draining.elapsed()));
             if open > 0 {
                 log::warn!("{open} MySQL connections still running a command after {DRAIN_LIMIT:?}: closing them");
+            }
+        }
+        if let Some(proxy) = &shared.postgres {
+            let open = proxy.drain(DRAIN_LIMIT.saturating_sub(draining.elapsed()));
+            if open > 0 {
+                log::warn!("{open} PostgreSQL connections still awaiting a reply after {DRAIN_LIMIT:?}: closing them");
             }
         }
         if let Some(disk) = &self.disk {

@@ -81,6 +81,8 @@ pub struct Shared {
     pub invalidate: Option<Arc<crate::invalidate::Rules>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
     pub mysql: Option<Arc<mysql_proxy::Proxy>>,
+    /// The PostgreSQL front, with `--pg-listen`.
+    pub postgres: Option<Arc<pg_proxy::Proxy>>,
     /// memcached's ASCII authentication, with `-Y FILE`.
     pub auth: Option<Arc<crate::auth::AuthFile>>,
     /// memcached's binary SASL authentication, with `-S`.
@@ -116,6 +118,7 @@ impl Shared {
             invalidate: None,
             sql: None,
             mysql: None,
+            postgres: None,
             auth: None,
             tls: None,
             sasl: None,

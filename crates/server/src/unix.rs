@@ -14,7 +14,9 @@ const SPARE_FILES: u64 = 64;
 /// memcached's error and exit; if only the spare or the proxy's share does not, a warning.
 fn fit_open_files(cfg: &Config) -> std::io::Result<()> {
     let conns = cfg.max_connections as u64;
-    let want = conns * if cfg.mysql.listen.is_some() { 2 } else { 1 } + SPARE_FILES;
+    // Each proxied client (MySQL, PostgreSQL) has a backend connection too.
+    let pg = if cfg.postgres.listen.is_some() { 2 * cfg.postgres.max_connections as u64 } else { 0 };
+    let want = conns * if cfg.mysql.listen.is_some() { 2 } else { 1 } + pg + SPARE_FILES;
     let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit fills a valid struct.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {

@@ -60,6 +60,9 @@ pub fn reset(ctx: &Ctx<'_>) {
             cache.reset_digests();
         }
     }
+    if let Some(proxy) = &ctx.shared.postgres {
+        proxy.counters.reset();
+    }
     if let Some(rules) = &ctx.shared.invalidate {
         rules.reset_stats();
     }
@@ -180,6 +183,9 @@ fn general(shared: &Shared, sink: &mut dyn StatSink) {
     sink.stat("reclaimed", Kind::Counter, &i.reclaimed);
     sink.stat("engine_shards", Kind::Gauge, &sh.engine.shard_count());
     if let Some(proxy) = &sh.mysql {
+        proxy.write_stats(sink);
+    }
+    if let Some(proxy) = &sh.postgres {
         proxy.write_stats(sink);
     }
     sh.feeds.write_stats(sink);
