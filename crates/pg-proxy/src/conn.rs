@@ -81,24 +81,22 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     }
 }
 
-/// `--pg-max-connections` reached: the client's first packet is answered with
-/// PostgreSQL's 53300 (libpq reports an ErrorResponse sent in place of the SSLRequest's
-/// answer too), except a cancel request, which still goes through, as in PostgreSQL.
+/// `--pg-max-connections` reached: the client's startup is read as usual (TLS answered as
+/// always, so a client that requires it is told the real reason) and answered with
+/// PostgreSQL's FATAL 53300, within 5 s; a cancel request still goes through, as in
+/// PostgreSQL.
 async fn refuse_full(client: &mut Link, proxy: &Proxy) {
-    let first = tokio::time::timeout(std::time::Duration::from_secs(5), client.startup_len()).await;
-    if let Ok(Ok(len)) = first {
-        if let Ok(protocol_postgres::StartupPacket::Cancel(c)) =
-            protocol_postgres::StartupPacket::parse(&client.buffered()[4..len])
-        {
-            let (pid, secret) = (c.process_id, c.secret_key.to_vec());
-            handshake::forward_cancel(proxy, pid, &secret).await;
-            return;
+    let start = tokio::time::timeout(std::time::Duration::from_secs(5), handshake::startup(client, proxy)).await;
+    match start {
+        Ok(Ok(Ok(handshake::Start::Cancel(pid, secret)))) => handshake::forward_cancel(proxy, pid, &secret).await,
+        Ok(Ok(Ok(handshake::Start::Startup(..)))) => {
+            let hint = format!(
+                "sqlcached's PostgreSQL front serves at most {} clients (--pg-max-connections)",
+                proxy.max_connections
+            );
+            let err = fatal(errors::TOO_MANY_CONNECTIONS, "sorry, too many clients already", None, Some(&hint));
+            let _ = client.write(&err).await;
         }
-        let hint = format!(
-            "sqlcached's PostgreSQL front serves at most {} clients (--pg-max-connections)",
-            proxy.max_connections
-        );
-        let err = fatal(errors::TOO_MANY_CONNECTIONS, "sorry, too many clients already", None, Some(&hint));
-        let _ = client.write(&err).await;
+        _ => {}
     }
 }

@@ -56,7 +56,7 @@ pub enum Outcome {
 }
 
 /// The first packets of a client, up to its StartupMessage.
-enum Start {
+pub enum Start {
     /// The StartupMessage's raw bytes (length word included), user and database.
     Startup(Vec<u8>, String, String),
     /// A CancelRequest's process id and secret.
@@ -88,7 +88,7 @@ pub async fn establish(client: &mut Link, proxy: &Proxy) -> io::Result<Outcome> 
 
 /// Reads startup packets until a StartupMessage or a CancelRequest, answering SSLRequest
 /// and GSSENCRequest on the way; `Err(outcome)` if the client is to be closed.
-async fn startup(client: &mut Link, proxy: &Proxy) -> io::Result<Result<Start, Outcome>> {
+pub async fn startup(client: &mut Link, proxy: &Proxy) -> io::Result<Result<Start, Outcome>> {
     let (mut ssl_done, mut gss_done) = (false, false);
     loop {
         let len = match client.startup_len().await {
