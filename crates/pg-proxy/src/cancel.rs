@@ -20,9 +20,12 @@ pub struct BackendKey {
     pub secret: Vec<u8>,
 }
 
+/// A session's two secrets: the proxy's (given to the client) and the backend's.
+type Secrets = (Vec<u8>, Vec<u8>);
+
 /// Every live session's keys, by backend process id (unique among one server's sessions).
 pub struct Keys {
-    map: Mutex<HashMap<u32, (Vec<u8>, Vec<u8>)>>,
+    map: Mutex<HashMap<u32, Secrets>>,
     rng: SystemRandom,
 }
 

@@ -247,11 +247,7 @@ async fn down(br: &mut Reader, cw: &mut Writer, flow: &Mutex<Flow>, session: &mu
                         }
                         f.received();
                     }
-                    b'S' => {
-                        if body.is_some_and(|b| session.parameter_status(b)) {
-                            session.changes += 1;
-                        }
-                    }
+                    b'S' if body.is_some_and(|b| session.parameter_status(b)) => session.changes += 1,
                     b'A' => {
                         c.notifications.fetch_add(1, Ordering::Relaxed);
                     }
