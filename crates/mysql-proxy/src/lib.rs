@@ -42,6 +42,9 @@ pub struct Proxy {
     stopping: tokio::sync::watch::Sender<bool>,
     /// `--mysql-connect-timeout`: the longest a login may take.
     pub connect_timeout: std::time::Duration,
+    /// `--mysql-backend-connect-timeout`: the longest the backend may take to accept a
+    /// client's backend connection and greet it.
+    pub backend_connect_timeout: std::time::Duration,
     /// `--mysql-net-read-timeout`: the longest a half-sent command may stall.
     pub net_read_timeout: std::time::Duration,
     /// TLS toward clients and toward the backend, as configured.
@@ -62,6 +65,7 @@ impl Proxy {
             backend_up: std::sync::atomic::AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
             connect_timeout: cfg.connect_timeout,
+            backend_connect_timeout: cfg.backend_connect_timeout,
             net_read_timeout: cfg.net_read_timeout,
         })
     }
