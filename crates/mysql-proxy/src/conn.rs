@@ -28,11 +28,13 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     client.set_limit(MAX_LOGIN_MESSAGE);
     let greeted = handshake::connect_backend(&mut client, &proxy.backend, proxy.backend_connect_timeout).await;
     let login = match greeted {
-        Ok(Ok(greeted)) => tokio::time::timeout(
-            proxy.connect_timeout,
-            handshake::establish(&mut client, greeted, &proxy.backend, &proxy.tls, &proxy.counters),
-        )
-        .await,
+        Ok(Ok(greeted)) => {
+            tokio::time::timeout(
+                proxy.connect_timeout,
+                handshake::establish(&mut client, greeted, &proxy.backend, &proxy.tls, &proxy.counters),
+            )
+            .await
+        }
         Ok(Err(outcome)) => Ok(Ok(outcome)),
         Err(e) => Ok(Err(e)),
     };
