@@ -43,6 +43,7 @@ mod test_rng;
 pub use change::{Change, RowsKind, TableSchema, Value};
 pub use follower::Follower;
 pub use head::PROBE;
+pub use meta::load_effects;
 pub use position::Position;
 pub use state::{Config, Stats};
 pub use template::{KeyTemplate, KEY_MAX};

@@ -12,7 +12,6 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Value};
 use querycache::schema::{PkColumn, TableInfo};
 use querycache::types::TableName;
-use querycache::EffectsBuilder;
 
 use querycache::QueryCache;
 
@@ -102,37 +101,12 @@ async fn run(cache: Arc<QueryCache>, opts: Opts) {
     }
 }
 
-/// The side-effect graph and `@@GLOBAL.sql_mode`. Only what the `--mysql-user` account
-/// may see is listed (TRIGGERS needs the TRIGGER privilege on the table).
+/// The side-effect graph (`binlog::load_effects`, the reading the binlog follower uses
+/// too) and `@@GLOBAL.sql_mode`.
 async fn load_effects(c: &mut Conn) -> mysql_async::Result<(querycache::Effects, String)> {
-    let mut b = EffectsBuilder::default();
-    let fks: Vec<(String, String, String, String)> = c
-        .query(
-            "SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, TABLE_NAME \
-             FROM information_schema.REFERENTIAL_CONSTRAINTS \
-             WHERE UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION')",
-        )
-        .await?;
-    for (pdb, parent, cdb, child) in fks {
-        b.cascade(TableName::new(&pdb, &parent), TableName::new(&cdb, &child));
-    }
-    let triggers: Vec<(String, String, String, String)> = c
-        .query(
-            "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_SCHEMA, ACTION_STATEMENT \
-             FROM information_schema.TRIGGERS",
-        )
-        .await?;
-    for (db, table, tdb, body) in triggers {
-        b.trigger(TableName::new(&db, &table), &tdb, &body);
-    }
-    let functions: Vec<(String, String)> = c
-        .query("SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'")
-        .await?;
-    for (db, name) in functions {
-        b.function(&db, &name);
-    }
+    let fx = binlog::load_effects(c).await?;
     let mode: Option<String> = c.query_first("SELECT @@GLOBAL.sql_mode").await?;
-    Ok((b.build(), mode.unwrap_or_default()))
+    Ok((fx, mode.unwrap_or_default()))
 }
 
 /// information_schema.TRIGGERS lists only triggers on tables the account has the TRIGGER

@@ -5,9 +5,11 @@
 //!
 //! * Row events (`binlog_format = ROW`): every row image's key column value (before and
 //!   after images) is removed from that container's memory copy.
-//! * A change to the whole table (TRUNCATE, DDL, statement-format DML), the database, or
-//!   anything (a gap in the stream) empties the memory copy of every container concerned;
-//!   so does a broken stream (changes may be missed until the follower is back).
+//! * A change to the whole table (TRUNCATE, DDL, statement-format DML with what its
+//!   triggers and cascades wrote), the database, or anything (a gap in the stream) empties
+//!   the memory copy of every container concerned; so does a broken stream (changes may be
+//!   missed until the follower is back). What changes no row (privileges, stored programs,
+//!   a table's indexes, FLUSH, ANALYZE, OPTIMIZE) keeps them (docs/invalidation.md).
 //! * Keys are matched byte for byte as the binlog gives them (integers as decimal
 //!   digits): with a case-insensitive key collation a copy cached under another spelling
 //!   of the key still waits for `cache_ttl`.
@@ -67,23 +69,28 @@ pub fn apply(watched: &[Watched], change: &Change, counted: bool) {
                             }
                         }
                     }
-                    None => flush(w),
+                    None => flush(w, counted),
                 }
             }
         }
         Change::Table { db, table } | Change::ManyRows { db, table } => {
-            watched.iter().filter(|w| same(w, db, table)).for_each(flush)
+            watched.iter().filter(|w| same(w, db, table)).for_each(|w| flush(w, counted))
         }
-        Change::Database { db } => watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(flush),
-        Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(flush),
-        _ => {}
+        Change::Database { db } => {
+            watched.iter().filter(|w| w.db.eq_ignore_ascii_case(db)).for_each(|w| flush(w, counted))
+        }
+        Change::All { .. } | Change::Disconnected { .. } => watched.iter().for_each(|w| flush(w, counted)),
+        // No row changed: privileges, stored programs, a table's keys (docs/containers.md).
+        Change::Privileges { .. } | Change::Routines { .. } | Change::Keys { .. } | Change::Connected => {}
     }
 }
 
-/// Drops a container's whole memory copy (counted as one invalidation).
-fn flush(w: &Watched) {
+/// Drops a container's whole memory copy (counted as one invalidation unless a recheck).
+fn flush(w: &Watched, counted: bool) {
     w.cache.flush_all(0, engine::Receipt::none());
-    w.stats.invalidated(1);
+    if counted {
+        w.stats.invalidated(1);
+    }
 }
 
 /// Follows the backend's binlog for `watched` (nothing to do if it is empty), on the
