@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod account;
 mod change;
 mod ddl;
 mod decode;
@@ -31,6 +32,7 @@ pub mod feeds;
 mod follower;
 pub mod fresh;
 mod head;
+pub mod health;
 mod images;
 mod meta;
 mod position;

@@ -36,6 +36,9 @@ pub struct Proxy {
     pub counters: counters::Counters,
     /// The query cache and its feeds (none with `--query-cache-type OFF`).
     pub cache: Option<Arc<QueryCache>>,
+    /// The check of `--mysql-user` that keeps the cache fresh: degraded or not (none with
+    /// `--query-cache-type OFF`).
+    pub health: Option<Arc<binlog::health::Health>>,
     /// Whether the last client connection reached the backend (logged when it changes).
     backend_up: std::sync::atomic::AtomicBool,
     /// Set at shutdown: connections close at their next command boundary.
@@ -57,11 +60,13 @@ impl Proxy {
     pub fn new(cfg: &config::mysql::MysqlConfig, feeds: &binlog::feeds::Feeds, timing: bool) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
+        let (cache, health) = start::start(cfg, feeds)?;
         Ok(Proxy {
             tls,
             backend: cfg.backend.clone().unwrap_or_default(),
             counters: counters::Counters::new(timing),
-            cache: start::start(cfg, feeds)?,
+            cache,
+            health,
             backend_up: std::sync::atomic::AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
             connect_timeout: cfg.connect_timeout,
@@ -105,6 +110,9 @@ impl Proxy {
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         if let Some(cache) = &self.cache {
             counters::write_cache(cache, sink);
+        }
+        if let Some(health) = &self.health {
+            health.write_stats(sink);
         }
         self.counters.write(sink);
         if let Some(cache) = self.cache.as_ref().filter(|_| sink.wants_families()) {
