@@ -198,11 +198,11 @@ def test_statement_format_writes_reach_the_tables_their_triggers_write(db):
         sql(db, "DROP TRIGGER IF EXISTS shop.src_au")
 
 
-def start_fails(db, rule):
+def start_fails(db, rule, user=None, password=None):
     """Runs sqlcached with one rule; returns (exit status, stderr)."""
     p = subprocess.run(sqlcached_argv(free_port(), "--mysql-backend", f"{db.host}:{db.port}", "--mysql-user",
-                                      db.user, "--invalidate", rule),
-                       env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": db.password},
+                                      user or db.user, "--invalidate", rule),
+                       env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": password or db.password},
                        capture_output=True, text=True, timeout=30)
     return p.returncode, p.stderr
 
@@ -219,6 +219,18 @@ def test_wrong_rules_stop_the_start(db):
         assert code == 78 and "binlog_row_image is MINIMAL" in err, err
     finally:
         sql(db, "SET GLOBAL binlog_row_image = 'FULL'")
+    # An account that may not read the binlog (issue 42: the rules would never fire): the
+    # same check as the proxy's, with the GRANT to run.
+    sql(db, "CREATE USER IF NOT EXISTS 'norepl'@'%' IDENTIFIED BY 'pw'")
+    sql(db, "GRANT SELECT ON shop.* TO 'norepl'@'%'")
+    try:
+        code, err = start_fails(db, USERS[0], user="norepl", password="pw")
+        assert code == 78 and "GRANT REPLICATION SLAVE ON *.* TO 'norepl'@'%'" in err, err
+        assert "GRANT BINLOG MONITOR ON *.* TO 'norepl'@'%'" in err, err
+        code, err = start_fails(db, USERS[0], password="wrong")
+        assert code == 78 and "cannot log in" in err, err
+    finally:
+        sql(db, "DROP USER IF EXISTS 'norepl'@'%'")
 
 
 def test_unreachable_backend_is_said_then_rules_apply(tmp_path):
