@@ -37,8 +37,9 @@ const MAX_TABLE_IDS: usize = 4096;
 /// Prepared XA transactions whose changes are kept for their XA COMMIT (the oldest is
 /// forgotten past it: its commit then changes everything).
 const MAX_PREPARED_XA: usize = 64;
-/// Row images kept per prepared XA transaction; past it, its tables as a whole.
-const MAX_XA_ROWS: usize = 10_000;
+/// Row images kept per prepared XA transaction; past it, its tables as a whole (so at most
+/// 64 x 1,000 row images are held for transactions prepared and not yet committed).
+const MAX_XA_ROWS: usize = 1_000;
 /// The grant tables (MariaDB's and MySQL's): a direct write to one takes effect at the next
 /// FLUSH PRIVILEGES.
 const GRANT_TABLES: &[&str] = &[
