@@ -199,3 +199,49 @@ INSERT INTO test.w{k} SELECT seq, 0, REPEAT('x', 200) FROM seq_1_to_9000;
     assert stale == [], f"old value served after the bound: {stale[:10]}"
     assert bypassed > 0, "the burst did not put the follower beyond max_lag_ms: the test exercises nothing"
     assert c.value("@@cached.lag1") == b"new"
+
+
+def test_caching_account_without_replication_rights_is_degraded(mdb, client_of, tmp_path):
+    """Issue 42: the caching containers' backend account is checked at start as the MySQL
+    proxy's is (one check, binlog::account): without REPLICATION SLAVE and BINLOG MONITOR the
+    start says DEGRADED with the GRANT to run, stats say containers_binlog_degraded 1, and gets
+    read the table (the follower never catches up: max_lag_ms sends them there), so a change
+    made in SQL is still seen at once; after the GRANT the next check passes (every 10 s)."""
+    from harness.mysqlproxy import stats
+    db, _ = mdb
+    db.sql("CREATE USER IF NOT EXISTS 'crepl'@'%' IDENTIFIED BY 'pw'; GRANT ALL ON test.* TO 'crepl'@'%';")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""
+[backend]
+kind = "mariadb"
+url = "mysql://crepl:pw@{db.host}:{db.port}/test?prefer_socket=false"
+plugin_tables = "off"
+
+[[container]]
+name = "cached"
+table = "demo_test"
+key_column = "c1"
+value_columns = "c2"
+policy = "caching"
+cache_ttl = 3600
+""")
+    log = tmp_path / "log"
+    with start_with(cfg, "--mysql-server-id", "77001", log=str(log)) as s:
+        text = s.run_log()
+        line = [x for x in text.splitlines() if "containers: DEGRADED" in x]
+        assert line and "GRANT REPLICATION SLAVE ON *.* TO 'crepl'@'%'" in line[0], text
+        st = stats(s.port)
+        assert st["containers_binlog_degraded"] == 1, st
+        assert set(st["containers_binlog_degraded_reason"].split(",")) == {"binlog_monitor", "replication_slave"}
+        c = client_of(s)
+        assert c.store("set", "@@cached.deg1", "one") == b"STORED"
+        assert c.value("@@cached.deg1") == b"one"
+        db.sql("UPDATE test.demo_test SET c2 = 'sql' WHERE c1 = 'deg1'")
+        assert c.value("@@cached.deg1") == b"sql", "a get answered from a copy no binlog keeps fresh"
+        db.sql("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'crepl'@'%';")
+        deadline = time.time() + 25
+        while stats(s.port)["containers_binlog_degraded"] != 0 and time.time() < deadline:
+            time.sleep(0.2)
+        assert stats(s.port)["containers_binlog_degraded"] == 0
+        assert "no longer degraded" in s.run_log()
+    db.sql("DROP USER IF EXISTS 'crepl'@'%';")

@@ -127,11 +127,82 @@ def test_truncate(db, policy, tmp_path):
         srv.stop()
 
 
-def start_fails(db, rule):
+def test_statements_that_change_no_rows_keep_every_key(db, tmp_path):
+    """Issue 42: with a rule configured, FLUSH PRIVILEGES on the backend (routine DBA work;
+    scripts/mariadb.sh runs one at every start) flushed every plain key, the warm cache of
+    --data-dir included (curr_items 10 -> 0). No statement that cannot change a row touches
+    a key: FLUSH of any kind, ANALYZE, OPTIMIZE, account and privilege statements, triggers,
+    routines and indexes (docs/invalidation.md "What flushes what")."""
+    log = tmp_path / "log"
+    srv = start_rules(db, *USERS, "shop.orders=order:{id}",
+                      extra=["--data-dir", str(tmp_path / "data"), "--invalidate-hold-ms", "100"], log=str(log))
+    try:
+        before = stats(srv.port).get("invalidate:shop.orders:keys", 0)
+        sql(db, "REPLACE INTO shop.orders VALUES (99, 1, 0)")
+        deadline = time.monotonic() + 5
+        while stats(srv.port).get("invalidate:shop.orders:keys", 0) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # past its hold (--invalidate-hold-ms 100)
+        for i in range(10):
+            assert mc(srv.port, f"set k{i} 0 0 1", b"v") == b"STORED\r\n"
+        assert mc(srv.port, "set order:99 0 0 1", b"v") == b"STORED\r\n"
+        assert stats(srv.port)["curr_items"] == 11
+        sql(db, "SET GLOBAL log_bin_trust_function_creators = 1")
+        for statement in [
+            "FLUSH PRIVILEGES", "FLUSH TABLES", "FLUSH LOGS", "FLUSH STATUS", "FLUSH HOSTS",
+            "ANALYZE TABLE shop.users", "OPTIMIZE TABLE shop.users",
+            "CREATE USER nq IDENTIFIED BY 'x'", "GRANT SELECT ON shop.* TO nq", "REVOKE SELECT ON shop.* FROM nq",
+            "SET PASSWORD FOR nq = PASSWORD('y')", "DROP USER nq", "FLUSH PRIVILEGES",
+            "CREATE TRIGGER shop.users_t BEFORE UPDATE ON shop.users FOR EACH ROW SET NEW.version = NEW.version + 1",
+            "DROP TRIGGER shop.users_t", "CREATE FUNCTION shop.nf() RETURNS INT RETURN 1", "DROP FUNCTION shop.nf",
+            "CREATE INDEX by_name ON shop.users (name)", "DROP INDEX by_name ON shop.users",
+            "CREATE DATABASE IF NOT EXISTS shop",
+        ]:
+            sql(db, statement)
+        # A row change after them all: once its key is gone, every statement before was read.
+        sql(db, "UPDATE shop.orders SET total = total + 1 WHERE id = 99")
+        assert wait_gone(srv.port, "order:99") is not None
+        s = stats(srv.port)
+        assert s["curr_items"] == 10 and s["invalidate_table_changes"] == 0, s
+        assert all(mc(srv.port, f"get k{i}") != b"END\r\n" for i in range(10))
+        assert "flushing every plain key" not in srv.run_log()
+    finally:
+        srv.stop()
+
+
+def test_statement_format_writes_reach_the_tables_their_triggers_write(db):
+    """Issue 42: a write logged as a statement (a session's binlog_format STATEMENT) names only
+    its table; the follower adds the tables its triggers (and cascades) write, so a rule on
+    such a table sees a change (as a whole: flushed), where its keys used to stay stale."""
+    sql(db, "SET GLOBAL log_bin_trust_function_creators = 1")
+    sql(db, "CREATE TABLE IF NOT EXISTS shop.src (id INT PRIMARY KEY, v INT)")
+    sql(db, "REPLACE INTO shop.src VALUES (1, 0)")
+    sql(db, "REPLACE INTO shop.orders VALUES (5, 1, 0)")
+    sql(db, "CREATE TRIGGER IF NOT EXISTS shop.src_au AFTER UPDATE ON shop.src FOR EACH ROW "
+            "UPDATE shop.orders SET total = NEW.v WHERE id = 5")
+    srv = start_rules(db, "shop.orders=order:{id}", extra=["--invalidate-hold-ms", "100"])
+    try:
+        time.sleep(0.3)
+        assert mc(srv.port, "set order:5 0 0 1", b"v") == b"STORED\r\n"
+        c = pymysql.connect(host=db.host, port=db.port, user=db.user, password=db.password, autocommit=True)
+        try:
+            with c.cursor() as cur:
+                cur.execute("SET SESSION binlog_format = 'STATEMENT'")
+                cur.execute("UPDATE shop.src SET v = v + 1 WHERE id = 1")
+        finally:
+            c.close()
+        assert wait_gone(srv.port, "order:5", timeout=5) is not None, "the trigger's table was not invalidated"
+        assert stats(srv.port)["invalidate_table_changes"] >= 1
+    finally:
+        srv.stop()
+        sql(db, "DROP TRIGGER IF EXISTS shop.src_au")
+
+
+def start_fails(db, rule, user=None, password=None):
     """Runs sqlcached with one rule; returns (exit status, stderr)."""
     p = subprocess.run(sqlcached_argv(free_port(), "--mysql-backend", f"{db.host}:{db.port}", "--mysql-user",
-                                      db.user, "--invalidate", rule),
-                       env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": db.password},
+                                      user or db.user, "--invalidate", rule),
+                       env={**os.environ, "SQLCACHED_MYSQL_PASSWORD": password or db.password},
                        capture_output=True, text=True, timeout=30)
     return p.returncode, p.stderr
 
@@ -148,6 +219,18 @@ def test_wrong_rules_stop_the_start(db):
         assert code == 78 and "binlog_row_image is MINIMAL" in err, err
     finally:
         sql(db, "SET GLOBAL binlog_row_image = 'FULL'")
+    # An account that may not read the binlog (issue 42: the rules would never fire): the
+    # same check as the proxy's, with the GRANT to run.
+    sql(db, "CREATE USER IF NOT EXISTS 'norepl'@'%' IDENTIFIED BY 'pw'")
+    sql(db, "GRANT SELECT ON shop.* TO 'norepl'@'%'")
+    try:
+        code, err = start_fails(db, USERS[0], user="norepl", password="pw")
+        assert code == 78 and "GRANT REPLICATION SLAVE ON *.* TO 'norepl'@'%'" in err, err
+        assert "GRANT BINLOG MONITOR ON *.* TO 'norepl'@'%'" in err, err
+        code, err = start_fails(db, USERS[0], password="wrong")
+        assert code == 78 and "cannot log in" in err, err
+    finally:
+        sql(db, "DROP USER IF EXISTS 'norepl'@'%'")
 
 
 def test_unreachable_backend_is_said_then_rules_apply(tmp_path):

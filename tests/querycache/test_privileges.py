@@ -111,3 +111,25 @@ def test_default_role_dropped_for_new_sessions(proxy, mariadb, via):
         assert want == ("error", 1142) and got == want, (got, want)
     finally:
         mariadb.sql(f"DROP USER IF EXISTS {u}; DROP ROLE IF EXISTS {r}")
+
+
+def test_routine_flush_privileges_keeps_the_cache(proxy, mariadb):
+    """Issue 42: a FLUSH PRIVILEGES made directly on MariaDB with nothing written to the grant
+    tables since the last one (routine DBA work) reloads the same privileges: cached results
+    stay (it used to drop every one). GRANT, CREATE USER, SET PASSWORD and the FLUSHes that
+    reload nothing keep them too; a direct write to a grant table followed by FLUSH PRIVILEGES
+    still drops them (the "direct mysql table + flush" case above)."""
+    mariadb.sql("FLUSH PRIVILEGES")  # whatever the follower had not seen, reloaded once
+    proxy.settle()
+    c = proxy.connect("qc")
+    try:
+        until_hit(proxy, c, SQL)
+        before = proxy.stats()["Qcache_invalidations_all"]
+        mariadb.sql("FLUSH PRIVILEGES; CREATE USER pflush IDENTIFIED BY 'x'; GRANT SELECT ON qc.* TO pflush; "
+                    "SET PASSWORD FOR pflush = PASSWORD('y'); FLUSH TABLES; FLUSH STATUS; FLUSH HOSTS; FLUSH PRIVILEGES")
+        proxy.settle()
+        assert proxy.stats()["Qcache_invalidations_all"] == before
+        assert until_hit(proxy, c, SQL, tries=1) == (("v5",),)
+    finally:
+        c.close()
+        mariadb.sql("DROP USER IF EXISTS pflush")

@@ -96,10 +96,34 @@ pub enum Change {
         /// Table name.
         table: String,
     },
+    /// The keys or indexes of this table changed (CREATE/DROP INDEX, an ALTER TABLE that only
+    /// adds, drops or renames indexes, keys or constraints): no row did. A cache tagged by
+    /// the table's keys must drop what it tagged; a cache of rows keeps them.
+    Keys {
+        /// Database of the table.
+        db: String,
+        /// Table name.
+        table: String,
+    },
     /// Anything in this database may have changed (a statement the follower cannot attribute to tables).
     Database {
         /// The database.
         db: String,
+    },
+    /// Accounts or privileges may have lost something (REVOKE, DROP/RENAME USER or ROLE,
+    /// SET DEFAULT ROLE, CREATE OR REPLACE USER, FLUSH PRIVILEGES after a direct write to the
+    /// grant tables): no table data changed. A cache whose results are per user (the query
+    /// cache) drops them; a cache of rows keeps them.
+    Privileges {
+        /// What was run, for logs.
+        reason: String,
+    },
+    /// Stored programs were defined, changed or dropped (triggers, functions, procedures,
+    /// events, packages): no table data changed, but later writes may change other tables
+    /// than before (a cache that follows triggers reads them again).
+    Routines {
+        /// What was run, for logs.
+        reason: String,
     },
     /// Anything may have changed (a gap in the stream, a statement it cannot interpret).
     All {

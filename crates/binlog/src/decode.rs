@@ -1,13 +1,15 @@
 //! Binlog events to `Change`s: TABLE_MAP bookkeeping, ROWS decoding, QUERY classification,
 //! transaction boundaries (where the stream may safely resume).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use mysql_async::binlog::events::{Event, OptionalMetadataField, QueryEvent, RowsEventData, TableMapEvent};
 use mysql_async::binlog::value::BinlogValue;
 use mysql_async::binlog::EventType;
 use mysql_async::consts::ColumnType;
+
+use querycache::{Follow, TableName};
 
 use crate::change::{Change, RowsKind, TableSchema, Value};
 use crate::ddl::{classify, QueryAction};
@@ -26,10 +28,86 @@ mod mariadb {
     pub const ROWS_COMPRESSED: std::ops::RangeInclusive<u8> = 166..=171;
     /// GTID event flag: a statement without BEGIN/COMMIT (DDL).
     pub const FL_STANDALONE: u8 = 1;
+    /// GTID event flag: an XA transaction that ends prepared (committed later by XA COMMIT).
+    pub const FL_PREPARED_XA: u8 = 64;
 }
 
 /// Table ids remembered before the map is cleared (ids change with every table reopen).
 const MAX_TABLE_IDS: usize = 4096;
+/// Prepared XA transactions whose changes are kept for their XA COMMIT (the oldest is
+/// forgotten past it: its commit then changes everything).
+const MAX_PREPARED_XA: usize = 64;
+/// Row images kept per prepared XA transaction; past it, its tables as a whole (so at most
+/// 64 x 1,000 row images are held for transactions prepared and not yet committed).
+const MAX_XA_ROWS: usize = 1_000;
+/// The grant tables (MariaDB's and MySQL's): a direct write to one takes effect at the next
+/// FLUSH PRIVILEGES.
+const GRANT_TABLES: &[&str] = &[
+    "user",
+    "global_priv",
+    "db",
+    "tables_priv",
+    "columns_priv",
+    "procs_priv",
+    "proxies_priv",
+    "roles_mapping",
+    "host",
+    "role_edges",
+    "default_roles",
+    "global_grants",
+];
+
+/// The changes of an XA transaction being logged, kept for its XA COMMIT: a prepared
+/// transaction's rows are logged (and reported) at XA PREPARE, before they are visible, so a
+/// cache may have read the old rows again by the time XA COMMIT makes them visible.
+#[derive(Default)]
+struct XaTrx {
+    /// Its id, from `XA END`.
+    xid: Option<String>,
+    /// Its changes (past `MAX_XA_ROWS` row images: its tables as a whole).
+    changes: Vec<Change>,
+    rows: usize,
+}
+
+impl XaTrx {
+    fn keep(&mut self, c: &Change) {
+        match c {
+            Change::Rows { rows, .. } => self.rows += rows.len(),
+            Change::Connected | Change::Disconnected { .. } => return,
+            _ => {}
+        }
+        self.changes.push(c.clone());
+        if self.rows > MAX_XA_ROWS {
+            let mut tables: Vec<Change> = Vec::new();
+            for c in self.changes.drain(..) {
+                let c = match c {
+                    Change::Rows { db, table, .. } | Change::ManyRows { db, table } => Change::Table { db, table },
+                    other => other,
+                };
+                if !tables.contains(&c) {
+                    tables.push(c);
+                }
+            }
+            self.changes = tables;
+            self.rows = 0;
+        }
+    }
+}
+
+/// Whether `c` may have written the grant tables.
+fn writes_grants(c: &Change) -> bool {
+    match c {
+        Change::Rows { db, table, .. }
+        | Change::ManyRows { db, table }
+        | Change::Table { db, table }
+        | Change::Keys { db, table } => {
+            db.eq_ignore_ascii_case("mysql") && GRANT_TABLES.iter().any(|g| table.eq_ignore_ascii_case(g))
+        }
+        Change::Database { db } => db.eq_ignore_ascii_case("mysql"),
+        Change::All { .. } => true,
+        _ => false,
+    }
+}
 
 /// A table id's TABLE_MAP and what was derived from it.
 struct Mapped {
@@ -64,11 +142,27 @@ pub(crate) struct Decoder {
     /// Table ids reported as `Change::ManyRows` in the current transaction (their later
     /// row events are skipped).
     bulk: HashSet<u64>,
+    /// The grant tables may have been written since the last FLUSH PRIVILEGES (true at the
+    /// start: what happened before this stream is not known).
+    grants_written: bool,
+    /// The XA transaction being logged, if any.
+    xa: Option<XaTrx>,
+    /// Prepared XA transactions, oldest first: (xid, changes).
+    prepared: VecDeque<(String, Vec<Change>)>,
 }
 
 impl Decoder {
     pub(crate) fn new(meta: Meta) -> Decoder {
-        Decoder { tables: HashMap::new(), in_trx: false, meta, rows_in_trx: HashMap::new(), bulk: HashSet::new() }
+        Decoder {
+            tables: HashMap::new(),
+            in_trx: false,
+            meta,
+            rows_in_trx: HashMap::new(),
+            bulk: HashSet::new(),
+            grants_written: true,
+            xa: None,
+            prepared: VecDeque::new(),
+        }
     }
 
     /// Decodes one event; `bulk_rows` (0: none) is the number of row images of one table in
@@ -92,10 +186,19 @@ impl Decoder {
                 | EventType::PARTIAL_UPDATE_ROWS_EVENT,
             ) => out.changes = self.rows(ev, bulk_rows).await,
             Ok(EventType::QUERY_EVENT) => match ev.read_event::<QueryEvent<'_>>() {
-                Ok(q) => out.changes = self.query(&q.schema(), &q.query()),
+                Ok(q) => out.changes = self.query(&q.schema(), &q.query()).await,
                 Err(e) => out.changes = all(format!("undecodable QUERY: {e}")),
             },
-            Ok(EventType::XID_EVENT | EventType::XA_PREPARE_LOG_EVENT) => self.in_trx = false,
+            Ok(EventType::XID_EVENT) => self.in_trx = false,
+            Ok(EventType::XA_PREPARE_LOG_EVENT) => {
+                self.in_trx = false;
+                if let Some(XaTrx { xid: Some(xid), changes, .. }) = self.xa.take() {
+                    if self.prepared.len() >= MAX_PREPARED_XA {
+                        self.prepared.pop_front();
+                    }
+                    self.prepared.push_back((xid, changes));
+                }
+            }
             Ok(EventType::ROTATE_EVENT) => out.rotate = rotate(ev),
             Ok(EventType::INCIDENT_EVENT) => out.changes = all("INCIDENT event (the server lost changes)".into()),
             Ok(
@@ -113,8 +216,9 @@ impl Decoder {
             Err(_) => match ty {
                 mariadb::GTID => {
                     // seq_no (8), domain_id (4), flags2 (1).
-                    let standalone = ev.data().get(12).is_some_and(|f| f & mariadb::FL_STANDALONE != 0);
-                    self.in_trx = !standalone;
+                    let flags = ev.data().get(12).copied().unwrap_or(0);
+                    self.in_trx = flags & mariadb::FL_STANDALONE == 0;
+                    self.xa = (flags & mariadb::FL_PREPARED_XA != 0).then(XaTrx::default);
                 }
                 mariadb::ANNOTATE_ROWS
                 | mariadb::BINLOG_CHECKPOINT
@@ -132,6 +236,10 @@ impl Decoder {
                 t => out.changes = all(format!("unknown event type {t}")),
             },
         }
+        if let Some(x) = &mut self.xa {
+            out.changes.iter().for_each(|c| x.keep(c));
+        }
+        self.grants_written |= out.changes.iter().any(writes_grants);
         out.boundary = !self.in_trx;
         if out.boundary && !self.rows_in_trx.is_empty() {
             self.rows_in_trx.clear();
@@ -222,31 +330,110 @@ impl Decoder {
         };
         // InnoDB applies ON UPDATE/DELETE actions without logging them.
         if !matches!(re, RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_)) {
-            let (db, t) = (m.db.clone(), m.table.clone());
-            match self.meta.cascades(&db, &t).await {
-                Ok(children) => changes.extend(children.into_iter().map(|(db, table)| Change::Table { db, table })),
+            let name = TableName::new(&m.db, &m.table);
+            match self.meta.effects().await {
+                Ok(fx) => changes.extend(
+                    fx.cascades(&name)
+                        .iter()
+                        .map(|t| Change::Table { db: t.db.to_string(), table: t.table.to_string() }),
+                ),
                 Err(e) => changes.push(Change::All { reason: format!("foreign keys unknown ({e})") }),
             }
         }
         changes
     }
 
-    fn query(&mut self, db: &str, sql: &str) -> Vec<Change> {
+    async fn query(&mut self, db: &str, sql: &str) -> Vec<Change> {
         match classify(db, sql) {
             QueryAction::Begin => self.in_trx = true,
+            QueryAction::XaStart => {
+                self.in_trx = true;
+                self.xa = Some(XaTrx::default());
+            }
             QueryAction::End => self.in_trx = false,
             QueryAction::Ignore => {}
+            QueryAction::XaEnd(xid) => {
+                if let Some(x) = &mut self.xa {
+                    x.xid = Some(xid);
+                }
+            }
+            QueryAction::XaCommit(xid) => {
+                // The prepared transaction's changes become visible now: report them again.
+                return match self.prepared.iter().position(|(x, _)| *x == xid) {
+                    Some(i) => self.prepared.remove(i).map(|(_, c)| c).unwrap_or_default(),
+                    None => vec![Change::All {
+                        reason: format!("XA COMMIT {xid} of a transaction prepared before the follower saw it"),
+                    }],
+                };
+            }
+            QueryAction::XaRollback(xid) => self.prepared.retain(|(x, _)| *x != xid),
+            QueryAction::FlushPrivileges => {
+                if std::mem::take(&mut self.grants_written) {
+                    let reason = "FLUSH PRIVILEGES after a direct write to the grant tables (or before the follower \
+                                  knew): privileges may be other than before"
+                        .to_string();
+                    return vec![Change::Privileges { reason }];
+                }
+            }
+            QueryAction::Privileges(reason) => return vec![Change::Privileges { reason }],
+            QueryAction::Routines(reason) => {
+                self.meta.forget_effects();
+                return vec![Change::Routines { reason }];
+            }
             QueryAction::Changes(changes) => {
                 for c in &changes {
                     match c {
-                        Change::Table { db, table } => self.meta.forget(Some((db, table))),
+                        Change::Table { db, table } | Change::Keys { db, table } => self.meta.forget(Some((db, table))),
                         _ => self.meta.forget(None),
                     }
                 }
                 return changes;
             }
+            QueryAction::Writes(mut changes) => {
+                self.follow_writes(&mut changes).await;
+                return changes;
+            }
         }
         Vec::new()
+    }
+
+    /// Adds to a statement-format write's tables what their triggers and cascading foreign
+    /// keys changed (the binlog logs the statement only; a replica runs the triggers
+    /// itself): the closure of `querycache::Effects`, the one proxied writes follow.
+    async fn follow_writes(&mut self, changes: &mut Vec<Change>) {
+        let fx = match self.meta.effects().await {
+            Ok(fx) => fx,
+            Err(e) => {
+                let reason = format!("triggers and foreign keys unknown ({e}) after a statement-format write");
+                return changes.push(Change::All { reason });
+            }
+        };
+        let mut more: Vec<Change> = Vec::new();
+        for c in changes.iter() {
+            let follows: Vec<&Follow> = match c {
+                Change::Table { db, table } => fx.follows(&TableName::new(db, table)).into_iter().collect(),
+                Change::Database { db } => fx.follows_in(db).collect(),
+                _ => Vec::new(),
+            };
+            for f in follows {
+                match f {
+                    Follow::All => {
+                        let reason = "a statement-format write fired a trigger the follower cannot bound (CALL, \
+                                      dynamic SQL, DDL or a stored function in its body)";
+                        more.push(Change::All { reason: reason.into() });
+                    }
+                    Follow::Tables(ts) => {
+                        for t in ts {
+                            let c = Change::Table { db: t.db.to_string(), table: t.table.to_string() };
+                            if !changes.contains(&c) && !more.contains(&c) {
+                                more.push(c);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        changes.extend(more);
     }
 }
 

@@ -13,7 +13,8 @@
 //! the binlog, before the storage engine's commit makes it visible to other sessions. A
 //! cache that refills right after the invalidation can read the row as it was and keep it
 //! (the cluster tests caught the query cache and containers doing so under busy reads). So
-//! every row change is delivered a second time, [`RECHECK`] later, to the sinks that ask for
+//! every row change (and whole-table change: statement-format writes, DDL) is delivered a
+//! second time, [`RECHECK`] later, to the sinks that ask for
 //! it ([`Pass::Recheck`]): a copy filled in between is dropped, and a stale copy lasts at most
 //! that long. The `--invalidate` rules do not need it: their hold refuses such fills.
 
@@ -40,7 +41,7 @@ pub const BULK_ROWS: usize = 10_000;
 pub enum Pass {
     /// As the follower read it.
     First,
-    /// A row change again, [`RECHECK`] later.
+    /// A row (or whole-table) change again, [`RECHECK`] later.
     Recheck,
 }
 
@@ -96,7 +97,10 @@ impl Feed {
         for (s, _) in sinks.iter() {
             s(&change, Pass::First);
         }
-        if matches!(change, Change::Rows { .. } | Change::ManyRows { .. }) && sinks.iter().any(|(_, r)| *r) {
+        // Whole-table changes too: a statement-format write (and the tables its triggers and
+        // cascades wrote) has the same window between binlog and visibility as rows.
+        let data = matches!(change, Change::Rows { .. } | Change::ManyRows { .. } | Change::Table { .. });
+        if data && sinks.iter().any(|(_, r)| *r) {
             if self.waiting.load(Ordering::Relaxed) >= RECHECK_QUEUE {
                 if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                     log::warn!(

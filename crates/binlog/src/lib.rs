@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod account;
 mod change;
 mod ddl;
 mod decode;
@@ -31,6 +32,7 @@ pub mod feeds;
 mod follower;
 pub mod fresh;
 mod head;
+pub mod health;
 mod images;
 mod meta;
 mod position;
@@ -43,6 +45,7 @@ mod test_rng;
 pub use change::{Change, RowsKind, TableSchema, Value};
 pub use follower::Follower;
 pub use head::PROBE;
+pub use meta::load_effects;
 pub use position::Position;
 pub use state::{Config, Stats};
 pub use template::{KeyTemplate, KEY_MAX};

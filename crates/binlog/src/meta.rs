@@ -1,13 +1,16 @@
 //! information_schema look-ups on a second connection: table definitions when the binlog
-//! carries no column names (binlog_row_metadata=MINIMAL/NO_LOG), and the foreign keys whose
-//! cascades InnoDB applies without logging them.
+//! carries no column names (binlog_row_metadata=MINIMAL/NO_LOG), and the side effects a
+//! binlog omits: the foreign keys whose cascades InnoDB applies without logging them (in
+//! any format), and the triggers a statement-format binlog does not show running
+//! ([`load_effects`], the same graph and closure the query cache uses for proxied writes).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
+use querycache::{Effects, EffectsBuilder, TableName};
 
 /// A table's definition as information_schema describes it now.
 #[derive(Debug)]
@@ -29,8 +32,8 @@ pub(crate) struct Meta {
     /// Last failed connection attempt: no new attempt for `RETRY` (events must not wait on it).
     failed_at: Option<Instant>,
     tables: HashMap<Name, Option<Arc<TableMeta>>>,
-    /// Parent table -> tables a change to it cascades to (ON UPDATE/DELETE CASCADE/SET NULL/SET DEFAULT).
-    cascades: Option<HashMap<Name, Vec<Name>>>,
+    /// Triggers, cascading foreign keys and stored functions (None: to be read again).
+    effects: Option<Arc<Effects>>,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,7 +41,7 @@ const RETRY: Duration = Duration::from_secs(5);
 
 impl Meta {
     pub(crate) fn new(opts: Opts) -> Meta {
-        Meta { opts, conn: None, failed_at: None, tables: HashMap::new(), cascades: None }
+        Meta { opts, conn: None, failed_at: None, tables: HashMap::new(), effects: None }
     }
 
     async fn conn(&mut self) -> Result<&mut Conn, String> {
@@ -106,38 +109,26 @@ impl Meta {
         meta
     }
 
-    /// Tables that a change to `db.table` may cascade to (transitively). Err: unknown (no
-    /// metadata connection), the caller must assume anything changed.
-    pub(crate) async fn cascades(&mut self, db: &str, table: &str) -> Result<Vec<Name>, String> {
-        if self.cascades.is_none() {
-            let rows: Vec<(String, String, String, String, String, String)> = self
-                .query(
-                    "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, \
-                     UPDATE_RULE, DELETE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS",
-                    vec![],
-                )
-                .await?;
-            let mut graph: HashMap<Name, Vec<Name>> = HashMap::new();
-            for (cdb, ct, pdb, pt, upd, del) in rows {
-                let acts = |r: &str| !matches!(r, "RESTRICT" | "NO ACTION");
-                if acts(&upd) || acts(&del) {
-                    graph.entry((pdb, pt)).or_default().push((cdb, ct));
-                }
-            }
-            self.cascades = Some(graph);
+    /// The side-effect graph, read once and again after DDL. Err: unknown (no metadata
+    /// connection), the caller must assume anything changed.
+    pub(crate) async fn effects(&mut self) -> Result<Arc<Effects>, String> {
+        if let Some(fx) = &self.effects {
+            return Ok(fx.clone());
         }
-        let graph = self.cascades.as_ref().expect("loaded above");
-        let start = (db.to_string(), table.to_string());
-        let (mut seen, mut todo, mut out) = (HashSet::from([start.clone()]), vec![start], Vec::new());
-        while let Some(t) = todo.pop() {
-            for child in graph.get(&t).into_iter().flatten() {
-                if seen.insert(child.clone()) {
-                    out.push(child.clone());
-                    todo.push(child.clone());
-                }
+        let conn = self.conn().await?;
+        let fx = match tokio::time::timeout(TIMEOUT, load_effects(conn)).await {
+            Ok(Ok(fx)) => Arc::new(fx),
+            Ok(Err(e)) => {
+                self.conn = None;
+                return Err(e.to_string());
             }
-        }
-        Ok(out)
+            Err(_) => {
+                self.conn = None;
+                return Err("timeout".into());
+            }
+        };
+        self.effects = Some(fx.clone());
+        Ok(fx)
     }
 
     /// Forgets what it knows about `db.table` (None: about every table) after DDL.
@@ -148,6 +139,46 @@ impl Meta {
             }
             None => self.tables.clear(),
         }
-        self.cascades = None;
+        self.effects = None;
     }
+
+    /// Forgets the side-effect graph only (triggers or routines were defined or dropped).
+    pub(crate) fn forget_effects(&mut self) {
+        self.effects = None;
+    }
+}
+
+/// Reads the side-effect graph from `information_schema` on `c`: foreign keys whose ON
+/// UPDATE / ON DELETE rule changes the child (CASCADE, SET NULL, SET DEFAULT), every
+/// trigger's table and body, every stored function. Only what the account may see is
+/// listed (TRIGGERS needs the TRIGGER privilege on the table). Used by the follower here
+/// and by the MySQL proxy's metadata task: one reading, one closure (`querycache::effects`).
+pub async fn load_effects(c: &mut Conn) -> mysql_async::Result<Effects> {
+    let mut b = EffectsBuilder::default();
+    let fks: Vec<(String, String, String, String)> = c
+        .query(
+            "SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, TABLE_NAME \
+             FROM information_schema.REFERENTIAL_CONSTRAINTS \
+             WHERE UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION')",
+        )
+        .await?;
+    for (pdb, parent, cdb, child) in fks {
+        b.cascade(TableName::new(&pdb, &parent), TableName::new(&cdb, &child));
+    }
+    let triggers: Vec<(String, String, String, String)> = c
+        .query(
+            "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_SCHEMA, ACTION_STATEMENT \
+             FROM information_schema.TRIGGERS",
+        )
+        .await?;
+    for (db, table, tdb, body) in triggers {
+        b.trigger(TableName::new(&db, &table), &tdb, &body);
+    }
+    let functions: Vec<(String, String)> = c
+        .query("SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'")
+        .await?;
+    for (db, name) in functions {
+        b.function(&db, &name);
+    }
+    Ok(b.build())
 }

@@ -25,6 +25,8 @@ const SILENCE: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Connecting and set-up queries give up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// ER_PARSE_ERROR: a statement this server does not know.
+const ER_PARSE_ERROR: u16 = 1064;
 /// ER_MASTER_FATAL_ERROR_READING_BINLOG: e.g. the requested file was purged.
 const ER_MASTER_FATAL_ERROR_READING_BINLOG: u16 = 1236;
 
@@ -146,7 +148,11 @@ async fn setup(opts: &Opts, state: &State) -> Result<(Conn, Position), String> {
         None => {
             let row: Option<mysql_async::Row> = match conn.query_first("SHOW MASTER STATUS").await {
                 Ok(r) => r,
-                Err(_) => conn.query_first("SHOW BINARY LOG STATUS").await.map_err(|e| e.to_string())?,
+                // MySQL 8.4 renamed it; any other error (no BINLOG MONITOR) is the one to say.
+                Err(mysql_async::Error::Server(e)) if e.code == ER_PARSE_ERROR => {
+                    conn.query_first("SHOW BINARY LOG STATUS").await.map_err(|e| e.to_string())?
+                }
+                Err(e) => return Err(e.to_string()),
             };
             let row = row.ok_or("binary logging is off on the server (SHOW MASTER STATUS is empty)")?;
             let file: String = row.get(0).ok_or("SHOW MASTER STATUS: no file")?;

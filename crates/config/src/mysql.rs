@@ -54,6 +54,10 @@ pub struct MysqlConfig {
     /// `--mysql-connect-timeout SECS`: the whole login must be done within it (MariaDB's
     /// `connect_timeout`).
     pub connect_timeout: std::time::Duration,
+    /// `--mysql-backend-connect-timeout SECS`: how long the proxy waits for the backend to
+    /// accept a connection and greet it, per client login (a client connected straight to
+    /// the server would wait as long for the server's greeting).
+    pub backend_connect_timeout: std::time::Duration,
     /// `--mysql-net-read-timeout SECS`: a client that started sending a command must make
     /// progress within it (MariaDB's `net_read_timeout`).
     pub net_read_timeout: std::time::Duration,
@@ -82,6 +86,7 @@ impl Default for MysqlConfig {
             max_lag_ms: 100,
             cache_flags_given: false,
             connect_timeout: std::time::Duration::from_secs(10),
+            backend_connect_timeout: std::time::Duration::from_secs(10),
             net_read_timeout: std::time::Duration::from_secs(30),
             tls_cert: None,
             tls_key: None,
@@ -104,6 +109,7 @@ pub const FLAGS: &[&str] = &[
     "query-cache-in-transactions",
     "query-cache-max-lag",
     "mysql-connect-timeout",
+    "mysql-backend-connect-timeout",
     "mysql-net-read-timeout",
     "mysql-tls-cert",
     "mysql-tls-key",
@@ -139,7 +145,7 @@ impl MysqlConfig {
                 }
                 self.server_id = Some(id);
             }
-            "mysql-connect-timeout" | "mysql-net-read-timeout" => {
+            "mysql-connect-timeout" | "mysql-backend-connect-timeout" | "mysql-net-read-timeout" => {
                 let secs: u64 = v.trim().parse().map_err(|_| format!("Invalid value for --{flag}: '{v}'"))?;
                 if !(1..=31_536_000).contains(&secs) {
                     return Err(format!("--{flag} must be between 1 and 31536000 seconds"));
@@ -147,6 +153,7 @@ impl MysqlConfig {
                 let d = std::time::Duration::from_secs(secs);
                 match flag {
                     "mysql-connect-timeout" => self.connect_timeout = d,
+                    "mysql-backend-connect-timeout" => self.backend_connect_timeout = d,
                     _ => self.net_read_timeout = d,
                 }
             }
@@ -251,9 +258,12 @@ pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
 --mysql-password-file=<f> file whose first line is --mysql-user's password
 --mysql-server-id=<n>     replica server id of the binlog connections (default: a random
                           id per start, 2^30 and up; unique among the backend's replicas)
---mysql-connect-timeout=<s>  a client's login must be complete within s seconds, else it
-                          is closed with ERROR 1043 Bad handshake (default: 10, as MariaDB's
-                          connect_timeout)
+--mysql-connect-timeout=<s>  a client's login must be complete within s seconds of the
+                          greeting, else it is closed with ERROR 1043 Bad handshake (default:
+                          10, as MariaDB's connect_timeout)
+--mysql-backend-connect-timeout=<s>  how long a new client's backend connection may take
+                          to be accepted and greeted by the backend (an overloaded server
+                          greets late), else ERROR 1429 (default: 10)
 --mysql-net-read-timeout=<s> a client that began sending a command must go on within s
                           seconds, else it is closed (default: 30, as net_read_timeout)
 --mysql-tls-cert=<file>   PEM certificate chain: the proxy offers TLS to clients (and
@@ -301,5 +311,9 @@ mod tests {
         assert_eq!(c.max_lag_ms, 250);
         assert!(c.set("query-cache-max-lag", "-1").unwrap_err().contains("between 0 and"));
         assert!(c.set("query-cache-max-lag", "1s").is_err());
+        assert_eq!(MysqlConfig::default().backend_connect_timeout.as_secs(), 10, "MariaDB's connect_timeout");
+        c.set("mysql-backend-connect-timeout", "30").unwrap();
+        assert_eq!(c.backend_connect_timeout.as_secs(), 30);
+        assert!(c.set("mysql-backend-connect-timeout", "0").is_err());
     }
 }

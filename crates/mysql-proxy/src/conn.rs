@@ -22,13 +22,22 @@ pub async fn serve(sock: TcpStream, proxy: Arc<Proxy>) {
     let _ = sock.set_nodelay(true);
     proxy.counters.connections.fetch_add(1, Ordering::Relaxed);
     let mut client = Wire::new(sock);
-    // Until the login is done: small packets only, and all of it within the connect timeout.
+    // Until the login is done: small packets only. The backend has its own time to accept
+    // and greet; the client's login, from the greeting on, must be done within the connect
+    // timeout (MariaDB's connect_timeout also starts when it greets).
     client.set_limit(MAX_LOGIN_MESSAGE);
-    let login = tokio::time::timeout(
-        proxy.connect_timeout,
-        handshake::establish(&mut client, &proxy.backend, &proxy.tls, &proxy.counters),
-    )
-    .await;
+    let greeted = handshake::connect_backend(&mut client, &proxy.backend, proxy.backend_connect_timeout).await;
+    let login = match greeted {
+        Ok(Ok(greeted)) => {
+            tokio::time::timeout(
+                proxy.connect_timeout,
+                handshake::establish(&mut client, greeted, &proxy.backend, &proxy.tls, &proxy.counters),
+            )
+            .await
+        }
+        Ok(Err(outcome)) => Ok(Ok(outcome)),
+        Err(e) => Ok(Err(e)),
+    };
     let login = match login {
         Ok(r) => r,
         Err(_) => {

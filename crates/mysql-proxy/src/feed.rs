@@ -18,6 +18,9 @@ use querycache::QueryCache;
 pub enum Action {
     /// Drop what depends on this.
     Invalidate(Invalidation),
+    /// Read triggers, foreign keys and functions again (stored programs changed); no
+    /// cached result depends on them (results calling stored functions are never cached).
+    Effects,
     /// Go online (true) or offline (false); either drops everything.
     Online(bool),
 }
@@ -35,11 +38,15 @@ pub fn action(change: &Change, qc: &QueryCache) -> Action {
             };
             Action::Invalidate(qc.rows_changed(db, table, &schema.columns, rows, |r, i| param(r.get(i)), change))
         }
-        Change::Table { db, table } | Change::ManyRows { db, table } => {
+        // New keys: results were tagged by the old ones.
+        Change::Table { db, table } | Change::ManyRows { db, table } | Change::Keys { db, table } => {
             Action::Invalidate(Invalidation::Table { db: db.clone(), table: table.clone() })
         }
         Change::Database { db } => Action::Invalidate(Invalidation::Database { db: db.clone() }),
-        Change::All { .. } => Action::Invalidate(Invalidation::All),
+        // Results are per user: which users a REVOKE (through a role) or a FLUSH PRIVILEGES
+        // reaches is not known, so none is served from before it.
+        Change::All { .. } | Change::Privileges { .. } => Action::Invalidate(Invalidation::All),
+        Change::Routines { .. } => Action::Effects,
         Change::Disconnected { .. } => Action::Online(false),
         Change::Connected => Action::Online(true),
     }
@@ -78,6 +85,10 @@ pub fn sink(cache: Arc<QueryCache>, backend: String) -> binlog::feeds::Sink {
                 *st = (false, Some(reason.clone()));
             }
             Change::All { reason } => log::info!("binlog: dropping every cached result: {reason}"),
+            Change::Privileges { reason } => log::info!(
+                "binlog: privileges may have been taken away ({reason}): dropping every cached result (results \
+                 are per user)"
+            ),
             Change::Connected => {
                 *state.lock().unwrap_or_else(|p| p.into_inner()) = (true, None);
                 log::info!("binlog of {backend}: connected; query cache online");
@@ -96,18 +107,19 @@ fn apply(qc: &QueryCache, change: &Change, action: Action) {
             qc.schema().effects_changed();
             qc.set_online(on);
         }
+        Action::Effects => qc.schema().effects_changed(),
         Action::Invalidate(inv) => {
-            if !matches!(change, Change::Rows { .. } | Change::ManyRows { .. }) {
+            if !matches!(change, Change::Rows { .. } | Change::ManyRows { .. } | Change::Privileges { .. }) {
                 // DDL (or a statement the binlog does not detail): triggers, foreign
                 // keys or functions may have changed.
                 qc.schema().effects_changed();
             }
             match &inv {
-                Invalidation::Table { db, table } if matches!(change, Change::Table { .. }) => {
+                Invalidation::Table { db, table } if matches!(change, Change::Table { .. } | Change::Keys { .. }) => {
                     qc.schema().forget(db, table)
                 }
                 Invalidation::Database { db } => qc.schema().forget_database(db),
-                Invalidation::All => qc.schema().clear(),
+                Invalidation::All if !matches!(change, Change::Privileges { .. }) => qc.schema().clear(),
                 _ => {}
             }
             qc.invalidate(&inv, Source::Binlog);
@@ -223,5 +235,17 @@ mod tests {
         assert_eq!(action(&Change::Connected, &qc), Action::Online(true));
         assert_eq!(action(&Change::Disconnected { reason: "x".into() }, &qc), Action::Online(false));
         assert_eq!(action(&Change::All { reason: "gap".into() }, &qc), Action::Invalidate(Invalidation::All));
+    }
+
+    /// What no row changed still matters here: results are per user (privileges), tagged by
+    /// the table's keys (keys), and proxied writes follow triggers (routines).
+    #[test]
+    fn privileges_keys_and_routines() {
+        let qc = qc();
+        let p = Change::Privileges { reason: "REVOKE".into() };
+        assert_eq!(action(&p, &qc), Action::Invalidate(Invalidation::All));
+        let k = Change::Keys { db: "d".into(), table: "t".into() };
+        assert_eq!(action(&k, &qc), Action::Invalidate(Invalidation::Table { db: "d".into(), table: "t".into() }));
+        assert_eq!(action(&Change::Routines { reason: "CREATE TRIGGER".into() }, &qc), Action::Effects);
     }
 }

@@ -45,9 +45,6 @@ pub const CLEARED_MARIADB: u32 = MARIADB_CLIENT_PROGRESS
     | MARIADB_CLIENT_STMT_BULK_OPERATIONS
     | MARIADB_CLIENT_CACHE_METADATA;
 
-/// How long connecting to the backend may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// What the proxy learned from a successful login.
 #[derive(Clone, Debug, Default)]
 pub struct Login {
@@ -77,30 +74,57 @@ pub enum Outcome {
     BackendDown,
 }
 
-/// Connects to `backend` and runs the handshake and authentication for `client`, with
-/// TLS on either link as `tls` says. An error says which side failed: a client that goes
-/// away or sends garbage during its login is an aborted connect (as MariaDB counts it),
-/// not a backend error.
+/// The backend connection of a new client, greeted: its socket and the greeting packet.
+pub struct Greeted {
+    server: Wire,
+    greeting: Vec<u8>,
+}
+
+/// Connects to `backend` for a new `client` and waits for its greeting, both within
+/// `timeout` (`--mysql-backend-connect-timeout`). A backend that cannot be reached or does
+/// not greet in time (stopped, or overloaded: a burst of connections past its listen
+/// backlog is greeted seconds late) is told to the client as an ERR in place of the
+/// greeting (`Err(outcome)`), as a direct client would have waited as long and failed.
+pub async fn connect_backend(
+    client: &mut Wire,
+    backend: &str,
+    timeout: Duration,
+) -> Result<Result<Greeted, Outcome>, RelayError> {
+    let secs = timeout.as_secs();
+    let sock = match tokio::time::timeout(timeout, TcpStream::connect(backend)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Ok(Err(refuse_before_greeting(client, backend, &e.to_string()).await)),
+        Err(_) => {
+            let why = format!("no connection within {secs} s: --mysql-backend-connect-timeout");
+            return Ok(Err(refuse_before_greeting(client, backend, &why).await));
+        }
+    };
+    let _ = sock.set_nodelay(true);
+    let mut server = Wire::new(sock);
+    // A hung backend (stopped, overloaded) accepts the TCP connection in the kernel but
+    // does not greet: answer the client with an error instead of hanging with it.
+    match tokio::time::timeout(timeout, server.read_raw()).await {
+        Ok(g) => Ok(Ok(Greeted { server, greeting: g.map_err(RelayError::Backend)? })),
+        Err(_) => {
+            let why = format!("no greeting within {secs} s: the server hangs or is overloaded");
+            Ok(Err(refuse_before_greeting(client, backend, &why).await))
+        }
+    }
+}
+
+/// Runs the handshake and authentication for `client` on the greeted backend connection
+/// `greeted`, with TLS on either link as `tls` says. An error says which side failed: a
+/// client that goes away or sends garbage during its login is an aborted connect (as
+/// MariaDB counts it), not a backend error.
 pub async fn establish(
     client: &mut Wire,
+    greeted: Greeted,
     backend: &str,
     tls: &ProxyTls,
     counters: &Counters,
 ) -> Result<Outcome, RelayError> {
     use RelayError::{Backend, Client};
-    let sock = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(backend)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Ok(refuse_before_greeting(client, backend, &e.to_string()).await),
-        Err(_) => return Ok(refuse_before_greeting(client, backend, "timed out").await),
-    };
-    let _ = sock.set_nodelay(true);
-    let mut server = Wire::new(sock);
-    // A hung backend (stopped, overloaded) accepts the TCP connection in the kernel but
-    // never greets: answer the client with an error instead of hanging with it.
-    let mut greeting = match tokio::time::timeout(CONNECT_TIMEOUT, server.read_raw()).await {
-        Ok(g) => g.map_err(Backend)?,
-        Err(_) => return Ok(refuse_before_greeting(client, backend, "no greeting within 5 s: the server hangs").await),
-    };
+    let Greeted { mut server, mut greeting } = greeted;
     let payload_at = 4;
     if greeting.get(payload_at) == Some(&0xff) {
         client.write(&greeting).await.map_err(Client)?; // e.g. too many connections, host blocked

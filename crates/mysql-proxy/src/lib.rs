@@ -36,12 +36,18 @@ pub struct Proxy {
     pub counters: counters::Counters,
     /// The query cache and its feeds (none with `--query-cache-type OFF`).
     pub cache: Option<Arc<QueryCache>>,
+    /// The check of `--mysql-user` that keeps the cache fresh: degraded or not (none with
+    /// `--query-cache-type OFF`).
+    pub health: Option<Arc<binlog::health::Health>>,
     /// Whether the last client connection reached the backend (logged when it changes).
     backend_up: std::sync::atomic::AtomicBool,
     /// Set at shutdown: connections close at their next command boundary.
     stopping: tokio::sync::watch::Sender<bool>,
     /// `--mysql-connect-timeout`: the longest a login may take.
     pub connect_timeout: std::time::Duration,
+    /// `--mysql-backend-connect-timeout`: the longest the backend may take to accept a
+    /// client's backend connection and greet it.
+    pub backend_connect_timeout: std::time::Duration,
     /// `--mysql-net-read-timeout`: the longest a half-sent command may stall.
     pub net_read_timeout: std::time::Duration,
     /// TLS toward clients and toward the backend, as configured.
@@ -54,14 +60,17 @@ impl Proxy {
     pub fn new(cfg: &config::mysql::MysqlConfig, feeds: &binlog::feeds::Feeds, timing: bool) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
+        let (cache, health) = start::start(cfg, feeds)?;
         Ok(Proxy {
             tls,
             backend: cfg.backend.clone().unwrap_or_default(),
             counters: counters::Counters::new(timing),
-            cache: start::start(cfg, feeds)?,
+            cache,
+            health,
             backend_up: std::sync::atomic::AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
             connect_timeout: cfg.connect_timeout,
+            backend_connect_timeout: cfg.backend_connect_timeout,
             net_read_timeout: cfg.net_read_timeout,
         })
     }
@@ -101,6 +110,9 @@ impl Proxy {
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         if let Some(cache) = &self.cache {
             counters::write_cache(cache, sink);
+        }
+        if let Some(health) = &self.health {
+            health.write_stats(sink);
         }
         self.counters.write(sink);
         if let Some(cache) = self.cache.as_ref().filter(|_| sink.wants_families()) {

@@ -12,7 +12,6 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Value};
 use querycache::schema::{PkColumn, TableInfo};
 use querycache::types::TableName;
-use querycache::EffectsBuilder;
 
 use querycache::QueryCache;
 
@@ -32,8 +31,6 @@ async fn run(cache: Arc<QueryCache>, opts: Opts) {
     let mut pending: Vec<TableName> = Vec::new();
     // The last failure logged at the default level (each outage once).
     let mut failing: Option<String> = None;
-    // Whether the account's trigger visibility was checked (once, at the first load).
-    let mut privileges_checked = false;
     loop {
         if pending.is_empty() && !registry.effects_stale() {
             registry.wanted_notify().notified().await;
@@ -69,9 +66,6 @@ async fn run(cache: Arc<QueryCache>, opts: Opts) {
                 Ok((fx, sql_mode)) => {
                     cache.set_global_sql_mode(&sql_mode);
                     registry.set_effects(fx);
-                    if !std::mem::replace(&mut privileges_checked, true) {
-                        check_trigger_privilege(c).await;
-                    }
                 }
                 Err(e) => {
                     log::warn!("mysql metadata: cannot read triggers, foreign keys and functions: {e}");
@@ -102,61 +96,12 @@ async fn run(cache: Arc<QueryCache>, opts: Opts) {
     }
 }
 
-/// The side-effect graph and `@@GLOBAL.sql_mode`. Only what the `--mysql-user` account
-/// may see is listed (TRIGGERS needs the TRIGGER privilege on the table).
+/// The side-effect graph (`binlog::load_effects`, the reading the binlog follower uses
+/// too) and `@@GLOBAL.sql_mode`.
 async fn load_effects(c: &mut Conn) -> mysql_async::Result<(querycache::Effects, String)> {
-    let mut b = EffectsBuilder::default();
-    let fks: Vec<(String, String, String, String)> = c
-        .query(
-            "SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, TABLE_NAME \
-             FROM information_schema.REFERENTIAL_CONSTRAINTS \
-             WHERE UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION')",
-        )
-        .await?;
-    for (pdb, parent, cdb, child) in fks {
-        b.cascade(TableName::new(&pdb, &parent), TableName::new(&cdb, &child));
-    }
-    let triggers: Vec<(String, String, String, String)> = c
-        .query(
-            "SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, TRIGGER_SCHEMA, ACTION_STATEMENT \
-             FROM information_schema.TRIGGERS",
-        )
-        .await?;
-    for (db, table, tdb, body) in triggers {
-        b.trigger(TableName::new(&db, &table), &tdb, &body);
-    }
-    let functions: Vec<(String, String)> = c
-        .query("SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION'")
-        .await?;
-    for (db, name) in functions {
-        b.function(&db, &name);
-    }
+    let fx = binlog::load_effects(c).await?;
     let mode: Option<String> = c.query_first("SELECT @@GLOBAL.sql_mode").await?;
-    Ok((b.build(), mode.unwrap_or_default()))
-}
-
-/// information_schema.TRIGGERS lists only triggers on tables the account has the TRIGGER
-/// privilege on: without it anywhere, say at start that trigger side effects reach the
-/// cache only through the binlog.
-async fn check_trigger_privilege(c: &mut Conn) {
-    // These views list every account's grants to an account that may read `mysql`: keep ours.
-    let me =
-        "CONCAT(QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', 1)), '@', QUOTE(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)))";
-    let q = format!(
-        "SELECT COUNT(*) FROM (\
-         SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = {me} \
-         UNION ALL SELECT 1 FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = {me} \
-         UNION ALL SELECT 1 FROM information_schema.TABLE_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = {me}) p"
-    );
-    match c.query_first::<u64, _>(q).await {
-        Ok(Some(0)) => log::warn!(
-            "mysql metadata: --mysql-user has no TRIGGER privilege: information_schema.TRIGGERS hides the \
-             backend's triggers, so what they write is invalidated from the binlog (within milliseconds) \
-             instead of before a proxied write's OK; GRANT TRIGGER ON <db>.* to the account"
-        ),
-        Ok(_) => {}
-        Err(e) => log::warn!("mysql metadata: cannot read the account's privileges: {e}"),
-    }
+    Ok((fx, mode.unwrap_or_default()))
 }
 
 /// What `information_schema` says about each table of `tables` (in order); a table that

@@ -5,23 +5,42 @@ use std::sync::Arc;
 use querycache::config::{Config, Mode};
 use querycache::QueryCache;
 
+use binlog::account::Problem;
 use binlog::feeds::Feeds;
 use config::mysql::{CacheType, MysqlConfig};
 
-/// Creates the cache (offline until the binlog flows) and starts its feeds; none with
-/// `--query-cache-type OFF` or without `--mysql-user` (then the proxy caches nothing).
-pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<QueryCache>>> {
+use binlog::health::{Health, Who};
+
+/// The query cache, as its account check speaks of it.
+pub const WHO: Who =
+    Who { name: "mysql proxy", degraded: "not caching, every query goes to the backend", stats: "mysql_proxy" };
+
+/// The query cache and the check of the account that keeps it fresh (none with
+/// `--query-cache-type OFF`; no cache without `--mysql-user`, which the health says).
+pub type Started = (Option<Arc<QueryCache>>, Option<Arc<Health>>);
+
+/// Checks `--mysql-user` against the backend ([`Health`]), creates the cache (offline until
+/// the binlog flows) and starts its feeds; no cache with `--query-cache-type OFF` or without
+/// `--mysql-user` (then the proxy caches nothing).
+pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Started> {
     let mode = match cfg.cache_type {
         CacheType::On => Mode::On,
         CacheType::Demand => Mode::Demand,
-        CacheType::Off => return Ok(None),
+        CacheType::Off => return Ok((None, None)),
     };
     let Some(user) = cfg.user.clone() else {
-        log::warn!(
-            "mysql proxy: no --mysql-user: caching nothing (without following the backend's binlog, cached \
-             results could be changed behind the proxy's back)"
+        let health = Health::misconfigured(
+            WHO,
+            Problem {
+                check: "no_user",
+                blocking: true,
+                message: "no --mysql-user: without following the backend's binlog, cached results could be changed \
+                      behind the proxy's back; fix: give --mysql-user (REPLICATION SLAVE, BINLOG MONITOR and SELECT \
+                      on the cached databases) and its password"
+                    .into(),
+            },
         );
-        return Ok(None);
+        return Ok((None, Some(health)));
     };
     let password = cfg.password()?;
     if password.is_empty() {
@@ -31,6 +50,14 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Que
         );
     }
     let backend = cfg.backend.clone().unwrap_or_default();
+    let account = binlog::Config {
+        backend: backend.clone(),
+        user: user.clone(),
+        password: password.clone(),
+        server_id: cfg.server_id(),
+        start: None,
+    };
+    let health = Health::start(WHO, account.clone());
     let qc = QueryCache::new(Config {
         size: cfg.cache_size,
         limit: cfg.cache_limit,
@@ -43,13 +70,12 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Que
     let opts = mysql_async::OptsBuilder::default()
         .ip_or_hostname(host)
         .tcp_port(port)
-        .user(Some(user.clone()))
-        .pass(Some(password.clone()))
+        .user(Some(user))
+        .pass(Some(password))
         .prefer_socket(false);
     crate::metadata::spawn(cache.clone(), opts.into())?;
     let sink = crate::feed::sink(cache.clone(), backend.clone());
-    let config = binlog::Config { backend, user, password, server_id: cfg.server_id(), start: None };
-    let feed = feeds.subscribe(config, "the query cache", true, false, sink);
+    let feed = feeds.subscribe(account, "the query cache", true, false, sink);
     if cfg.max_lag_ms == 0 {
         log::warn!(
             "mysql proxy: --query-cache-max-lag 0: cached results are served however far the binlog follower is behind"
@@ -57,7 +83,7 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Option<Arc<Que
     }
     let fresh = binlog::fresh::Freshness::new(&feed, cfg.max_lag_ms, "the query cache");
     cache.set_freshness(Box::new(move || fresh.fresh()));
-    Ok(Some(cache))
+    Ok((Some(cache), Some(health)))
 }
 
 /// Splits `host:port` (`[v6]:port` too).

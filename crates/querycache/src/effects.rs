@@ -30,6 +30,9 @@ pub enum Follow {
 #[derive(Debug, Default)]
 pub struct Effects {
     follows: HashMap<TableName, Follow>,
+    /// The closure over cascading foreign keys alone (what InnoDB changes without logging
+    /// it, even in row format; cascades fire no triggers).
+    cascades: HashMap<TableName, Vec<TableName>>,
     /// Stored functions as lower-cased (db, name).
     functions: HashSet<(String, String)>,
     /// Tables with at least one trigger.
@@ -42,6 +45,14 @@ impl Effects {
         self.follows.get(t)
     }
 
+    /// The tables a change to `t`'s rows may change through cascading foreign keys alone
+    /// (ON DELETE / ON UPDATE CASCADE, SET NULL, SET DEFAULT, transitively): what a row-format
+    /// binlog omits. [`Effects::follows`] adds the triggers, which a statement-format binlog
+    /// omits too.
+    pub fn cascades(&self, t: &TableName) -> &[TableName] {
+        self.cascades.get(t).map_or(&[], Vec::as_slice)
+    }
+
     /// Whether `t` has a trigger: a BEFORE trigger may change the key values a write's
     /// text shows (`SET NEW.id = ...`), so such writes are not narrowed to keys.
     pub fn has_triggers(&self, t: &TableName) -> bool {
@@ -49,7 +60,7 @@ impl Effects {
     }
 
     /// Every table of `db` with side effects, and what they are.
-    pub(crate) fn follows_in<'a>(&'a self, db: &'a str) -> impl Iterator<Item = &'a Follow> + 'a {
+    pub fn follows_in<'a>(&'a self, db: &'a str) -> impl Iterator<Item = &'a Follow> + 'a {
         self.follows.iter().filter(move |(t, _)| &*t.db == db).map(|(_, f)| f)
     }
 
@@ -67,6 +78,8 @@ impl Effects {
 #[derive(Debug, Default)]
 pub struct EffectsBuilder {
     edges: HashMap<TableName, HashSet<TableName>>,
+    /// The cascading foreign keys alone (also in `edges`).
+    cascade_edges: HashMap<TableName, HashSet<TableName>>,
     unbounded: HashSet<TableName>,
     /// Trigger bodies, analysed once every function is known.
     triggers: Vec<(TableName, String, String)>,
@@ -77,6 +90,7 @@ impl EffectsBuilder {
     /// A foreign key of `child` on `parent` whose ON DELETE or ON UPDATE rule changes the
     /// child (CASCADE, SET NULL, SET DEFAULT).
     pub fn cascade(&mut self, parent: TableName, child: TableName) {
+        self.cascade_edges.entry(parent.clone()).or_default().insert(child.clone());
         self.edges.entry(parent).or_default().insert(child);
     }
 
@@ -94,6 +108,7 @@ impl EffectsBuilder {
     pub fn build(mut self) -> Effects {
         let functions = Effects {
             follows: HashMap::new(),
+            cascades: HashMap::new(),
             functions: std::mem::take(&mut self.functions),
             triggered: HashSet::new(),
         };
@@ -106,33 +121,51 @@ impl EffectsBuilder {
                 }
             }
         }
-        let mut follows = HashMap::new();
-        for start in self.edges.keys().chain(self.unbounded.iter()) {
-            let mut seen: HashSet<&TableName> = HashSet::new();
-            let mut stack = vec![start];
-            let mut all = false;
-            while let Some(t) = stack.pop() {
-                all |= self.unbounded.contains(t);
-                for n in self.edges.get(t).into_iter().flatten() {
-                    if seen.insert(n) {
-                        stack.push(n);
-                    }
+        let follows = closure(&self.edges, &self.unbounded);
+        let none = HashSet::new();
+        let cascades = closure(&self.cascade_edges, &none)
+            .into_iter()
+            .filter_map(|(t, f)| match f {
+                Follow::Tables(v) => Some((t, v)),
+                Follow::All => None,
+            })
+            .collect();
+        Effects { follows, cascades, functions: functions.functions, triggered }
+    }
+}
+
+/// For every table with an edge (or unbounded), everything reachable from it: `All` when an
+/// unbounded table is reachable (itself included), else the tables (sorted; none: left out).
+fn closure(
+    edges: &HashMap<TableName, HashSet<TableName>>,
+    unbounded: &HashSet<TableName>,
+) -> HashMap<TableName, Follow> {
+    let mut follows = HashMap::new();
+    for start in edges.keys().chain(unbounded.iter()) {
+        let mut seen: HashSet<&TableName> = HashSet::new();
+        let mut stack = vec![start];
+        let mut all = false;
+        while let Some(t) = stack.pop() {
+            all |= unbounded.contains(t);
+            for n in edges.get(t).into_iter().flatten() {
+                if seen.insert(n) {
+                    stack.push(n);
                 }
             }
-            seen.remove(start);
-            let f = if all {
-                Follow::All
-            } else if seen.is_empty() {
-                continue;
-            } else {
-                let mut v: Vec<TableName> = seen.into_iter().cloned().collect();
-                v.sort();
-                Follow::Tables(v)
-            };
-            follows.insert(start.clone(), f);
         }
-        Effects { follows, functions: functions.functions, triggered }
+        seen.remove(start);
+        let f = if all {
+            Follow::All
+        } else if seen.is_empty() {
+            continue;
+        } else {
+            let mut v: Vec<TableName> = seen.into_iter().cloned().collect();
+            v.sort();
+            Follow::Tables(v)
+        };
+        follows.insert(start.clone(), f);
     }
+    follows
 }
 
 /// Words that make a trigger body unbounded: it runs other code or changes the schema.
@@ -222,6 +255,10 @@ mod tests {
         assert_eq!(fx.follows(&t("d", "x")), Some(&Follow::All));
         assert_eq!(fx.follows(&t("d", "y")), Some(&Follow::All));
         assert_eq!(fx.follows(&t("d", "z")), None);
+        // Cascades alone: what a row-format binlog omits (triggers' rows are logged).
+        assert_eq!(fx.cascades(&t("d", "b")), &[t("d", "a"), t("d", "c")]);
+        assert_eq!(fx.cascades(&t("d", "y")), &[t("d", "x")]);
+        assert!(fx.cascades(&t("d", "a")).is_empty(), "a trigger is no cascade");
         assert!(fx.has_triggers(&t("d", "a")) && fx.has_triggers(&t("d", "x")));
         assert!(!fx.has_triggers(&t("d", "b")) && !fx.has_triggers(&t("d", "y")));
     }

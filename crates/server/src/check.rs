@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use engine::{Engine, EngineConfig};
 
+use config::mysql::CacheType;
 use config::Config;
 
 /// How long a backend gets to accept a TCP connection.
@@ -45,7 +46,15 @@ pub fn run(cfg: &Config) -> bool {
         });
         let feeds = binlog::feeds::Feeds::new(cfg.mysql.server_id());
         match crate::containers::load(path, &crate::containers::Budget::of(&engine), false, &feeds) {
-            Ok(_) => say(true, format!("--containers {path}: every container's table and columns checked")),
+            Ok(sql) => {
+                say(true, format!("--containers {path}: every container's table and columns checked"));
+                // The caching containers follow the binlog with the backend's account.
+                if let Some(verdict) = sql.health.as_ref().and_then(|h| h.verdict()) {
+                    for (passed, line) in account_lines(&verdict, "--containers (caching)") {
+                        say_or_warn(&mut say, passed, line);
+                    }
+                }
+            }
             Err(e) => say(false, format!("--containers {path}: {e}")),
         }
     }
@@ -84,15 +93,68 @@ pub fn run(cfg: &Config) -> bool {
         }
     }
     if let Some(backend) = &cfg.mysql.backend {
-        match reachable(backend) {
-            Ok(()) => say(true, format!("--mysql-backend {backend}: accepts connections")),
-            Err(e) => say(false, format!("--mysql-backend {backend}: {e}")),
+        let caching = cfg.mysql.listen.is_some() && cfg.mysql.cache_type != CacheType::Off;
+        match (&cfg.mysql.user, caching) {
+            // The same check as at start: log in, replication rights, the binlog's settings.
+            (Some(user), true) => match cfg.mysql.password() {
+                Ok(password) => {
+                    let account = binlog::Config {
+                        backend: backend.clone(),
+                        user: user.clone(),
+                        password,
+                        server_id: 0,
+                        start: None,
+                    };
+                    let verdict = binlog::account::check(&account, CONNECT_TIMEOUT);
+                    for (passed, line) in account_lines(&verdict, "--mysql-listen") {
+                        say_or_warn(&mut say, passed, line);
+                    }
+                }
+                Err(e) => say(false, format!("--mysql-password-file: {e}")),
+            },
+            _ => match reachable(backend) {
+                Ok(()) => say(true, format!("--mysql-backend {backend}: accepts connections")),
+                Err(e) => say(false, format!("--mysql-backend {backend}: {e}")),
+            },
         }
         if cfg.mysql.listen.is_some() && cfg.mysql.user.is_none() {
             say(false, "--mysql-listen without --mysql-user: the proxy would cache nothing".into());
         }
     }
     ok
+}
+
+/// A check's line: passed (`ok:`), failed (`FAIL:`), or a warning (`warn:`, not a failure).
+fn say_or_warn(say: &mut impl FnMut(bool, String), passed: Option<bool>, line: String) {
+    match passed {
+        Some(p) => say(p, line),
+        None => println!("warn: {line}"),
+    }
+}
+
+/// The lines of an account check (`binlog::account`) for `what`: Some(passed), or None for
+/// a warning (the binlog can be followed, more coarsely).
+fn account_lines(verdict: &binlog::account::Verdict, what: &str) -> Vec<(Option<bool>, String)> {
+    use binlog::account::Verdict;
+    match verdict {
+        Verdict::Unreachable(why) => vec![(Some(false), format!("{what}: the backend does not answer: {why}"))],
+        Verdict::Checked { version, problems } => {
+            let mut out = Vec::new();
+            if !problems.iter().any(|p| p.check == "login") {
+                out.push((Some(true), format!("{what}: the account logs in ({version})")));
+            }
+            for p in problems {
+                out.push((if p.blocking { Some(false) } else { None }, format!("{what}: {}", p.message)));
+            }
+            if !problems.iter().any(|p| p.blocking) {
+                out.push((
+                    Some(true),
+                    format!("{what}: replication rights and the binlog checked: its changes can be followed"),
+                ));
+            }
+            out
+        }
+    }
 }
 
 fn dir_writable(dir: &std::path::Path) -> bool {

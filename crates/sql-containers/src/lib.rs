@@ -42,8 +42,10 @@
 //! # Semantics (decisions)
 //!
 //! * Value columns are joined with the separator on read and split on write; a single
-//!   value column is never split (any bytes, separator included). Fewer parts than
-//!   columns: the rest become NULL (empty for NOT NULL columns); more parts:
+//!   value column is never split (any bytes, separator included). An empty part
+//!   (`Frankfurt|`) or a missing one is NULL, as the InnoDB memcached plugin stores it; in
+//!   a NOT NULL column it is the empty string (character and binary columns) or
+//!   `BackendError::Invalid` (integer columns: no number to store). More parts:
 //!   `BackendError::Invalid`.
 //! * append/prepend work on the joined value like memcached on one value, and the result
 //!   is split again: with one value column it is plain concatenation; with several, data

@@ -198,8 +198,14 @@ impl CasClock {
 }
 
 /// Splits a value over the value columns. One column: the whole value, separators and
-/// all. Several: split on the separator; fewer parts leave the other columns NULL (empty
-/// for NOT NULL columns), more parts are refused.
+/// all (an empty value is an empty string). Several: split on the separator; more parts
+/// than columns are refused. A part that is empty or missing (`Frankfurt|`, or `Frankfurt`
+/// for two columns) is NULL, as the InnoDB memcached plugin stores it, so the table holds
+/// the same row whichever of the two wrote it (a later `ALTER` to an integer type reads
+/// NULL, not 0). A NOT NULL column cannot hold NULL: the plugin then refuses the whole
+/// write (InnoDB's `DB_DATA_MISMATCH`); here a character or binary column gets the empty
+/// string instead (it reads back as the same memcached value) and an integer column, which
+/// has no empty value, refuses the write with a message naming the column.
 pub(crate) fn split_value(m: &Mapping, value: &[u8]) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
     let n = m.values.len();
     if n == 1 {
@@ -229,14 +235,21 @@ pub(crate) fn split_value(m: &Mapping, value: &[u8]) -> Result<Vec<Option<Vec<u8
             n
         )));
     }
-    for c in &m.values[parts.len()..] {
-        parts.push(if c.nullable { None } else { Some(Vec::new()) });
-    }
-    // An empty part for a nullable integer column is NULL (an empty string is no number).
+    parts.resize(n, None);
     for (p, c) in parts.iter_mut().zip(&m.values) {
-        if c.kind == ColKind::Int && c.nullable && p.as_ref().is_some_and(|v| v.is_empty()) {
-            *p = None;
+        if p.as_ref().is_some_and(|v| !v.is_empty()) {
+            continue;
         }
+        *p = match (c.nullable, c.kind) {
+            (true, _) => None,
+            (false, ColKind::Int) => {
+                return Err(BackendError::Invalid(format!(
+                    "the value gives container '{}''s NOT NULL integer column {} no number (an empty part)",
+                    m.name, c.name
+                )))
+            }
+            (false, _) => Some(Vec::new()),
+        };
     }
     Ok(parts)
 }
@@ -512,6 +525,20 @@ mod tests {
             vec![Some(b"x".to_vec()), Some(b"y".to_vec()), Some(b"z".to_vec())]
         );
         assert_eq!(split_value(&m, b"x").unwrap(), vec![Some(b"x".to_vec()), None, None]);
+        // Empty parts are NULL, as the InnoDB memcached plugin stores them.
+        assert_eq!(split_value(&m, b"x|").unwrap(), vec![Some(b"x".to_vec()), None, None]);
+        assert_eq!(split_value(&m, b"|y|").unwrap(), vec![None, Some(b"y".to_vec()), None]);
+        assert_eq!(split_value(&m, b"x||z").unwrap(), vec![Some(b"x".to_vec()), None, Some(b"z".to_vec())]);
+        assert_eq!(split_value(&m, b"").unwrap(), vec![None, None, None]);
+        // NOT NULL: a character column gets '', an integer column refuses the write.
+        let mut strict = mapping(&["a", "b", "v3"], true);
+        strict.values[1].nullable = false;
+        assert_eq!(split_value(&strict, b"x|").unwrap(), vec![Some(b"x".to_vec()), Some(vec![]), None]);
+        strict.values[2].nullable = false;
+        strict.values[2].kind = ColKind::Int;
+        assert_eq!(split_value(&strict, b"x|y|7").unwrap()[2], Some(b"7".to_vec()));
+        let e = split_value(&strict, b"x|y").unwrap_err();
+        assert!(matches!(&e, BackendError::Invalid(m) if m.contains("NOT NULL integer column v3")), "{e:?}");
         assert!(matches!(split_value(&m, b"1|2|3|4"), Err(BackendError::Invalid(_))));
         let one = mapping(&["a"], true);
         assert_eq!(split_value(&one, b"x|y|z|w").unwrap(), vec![Some(b"x|y|z|w".to_vec())]);

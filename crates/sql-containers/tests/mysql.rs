@@ -134,6 +134,18 @@ async fn multi_column_values() {
 }
 
 #[tokio::test]
+async fn empty_parts_in_not_null_columns() {
+    let s = need_server!();
+    let db = "sqlcached_t_strict";
+    let strict = "CREATE TABLE strict (k VARCHAR(250) NOT NULL, a TEXT NOT NULL, n INT NOT NULL, b TEXT, \
+                  UNIQUE KEY strict_k (k))";
+    s.database(db, &format!("{DDL};{strict}")).await;
+    let containers = format!("{}{}", common::CONTAINERS, common::STRICT);
+    let cs = Containers::load(&s.config(db, None, "", "", &containers)).await.unwrap();
+    common::empty_parts(&cs, &MyPeek { url: s.url(db, None) }, "strict").await;
+}
+
+#[tokio::test]
 async fn expiry() {
     let s = need_server!();
     let (cs, peek) = setup(&s, "sqlcached_t_exp", "").await;

@@ -93,6 +93,16 @@ async fn multi_column_values() {
 }
 
 #[tokio::test]
+async fn empty_parts_in_not_null_columns() {
+    let strict = "CREATE TABLE strict (k TEXT NOT NULL, a TEXT NOT NULL, n INTEGER NOT NULL, b TEXT);
+                  CREATE UNIQUE INDEX strict_k ON strict (k);";
+    let fx = fixture(&format!("{SCHEMA}{strict}"));
+    let cfg = config(&fx.db, "", &format!("{}{}", common::CONTAINERS, common::STRICT));
+    let cs = Containers::load(&cfg).await.unwrap();
+    common::empty_parts(&cs, &SqlitePeek(fx.db.clone()), "strict").await;
+}
+
+#[tokio::test]
 async fn multi_column_custom_separator() {
     let fx = fixture(SCHEMA);
     let cs = load(&fx, "separator = \"::\"").await;

@@ -41,6 +41,9 @@ pub struct Sql {
     timing: bool,
     /// The `caching` containers' freshness rule (`max_lag_ms`; none without a binlog).
     fresh: Option<Arc<::binlog::fresh::Freshness>>,
+    /// The check of the account the `caching` containers follow the binlog with (none
+    /// without a binlog): degraded or not.
+    pub health: Option<Arc<::binlog::health::Health>>,
 }
 
 /// Where one key goes.
@@ -160,11 +163,11 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
             })
         })
         .collect();
-    let fresh = match cfg.backend.mysql_login() {
+    let (fresh, health) = match cfg.backend.mysql_login() {
         Some(login) => self::binlog::start(login, watched, feeds, set.options().max_lag_ms),
-        None => None,
+        None => (None, None),
     };
-    Ok(Sql { set, list, caches, default, counters, timing, fresh })
+    Ok(Sql { set, list, caches, default, counters, timing, fresh, health })
 }
 
 impl Sql {
@@ -243,6 +246,9 @@ impl Sql {
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         for (name, value) in self.stats_lines() {
             sink.stat(&name, engine::stats::Kind::Counter, &value);
+        }
+        if let Some(h) = &self.health {
+            h.write_stats(sink);
         }
         let (mut keys, mut ops, mut latency) = (Vec::new(), Vec::new(), Vec::new());
         for (c, s) in self.list.iter().zip(&self.counters) {

@@ -1,7 +1,10 @@
-//! The rules against the backend: every table exists with every column a template names,
-//! and the binlog carries whole row images (`log_bin`, `binlog_format = ROW`,
-//! `binlog_row_image = FULL`: with MINIMAL a before image holds only the primary key, so
-//! a changed email could not name the old `user_by_email:` key).
+//! The rules against the backend: the account can follow the binlog (the login,
+//! REPLICATION SLAVE, BINLOG MONITOR / REPLICATION CLIENT, `log_bin`: `binlog::account`, the
+//! check the query cache and the containers share), the binlog carries whole row images
+//! (`binlog_format = ROW`, `binlog_row_image = FULL`: with MINIMAL a before image holds only
+//! the primary key, so a changed email could not name the old `user_by_email:` key), and
+//! every table exists with every column a template names. A wrong rule or account stops the
+//! start: keys that are never invalidated would be served stale for good.
 
 use std::time::Duration;
 
@@ -9,6 +12,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 
 use super::Rules;
+use binlog::account;
 use config::mysql::MysqlConfig;
 
 /// How long the check may take before the backend counts as unreachable.
@@ -88,9 +92,13 @@ pub fn at_start(login: &Login, rules: &Rules) -> Result<(), String> {
 pub fn for_check_config(login: &Login, rules: &Rules) -> (bool, String) {
     let n = rules.rules.len();
     match verify(login, &tables(rules)) {
-        Verdict::Good => {
-            (true, format!("--invalidate: {n} rule(s): tables, columns and the binlog's row format checked"))
-        }
+        Verdict::Good => (
+            true,
+            format!(
+                "--invalidate: {n} rule(s): the account's login and replication rights, the binlog's row format, \
+                 tables and columns checked"
+            ),
+        ),
         Verdict::Wrong(p) => (false, format!("--invalidate: {}", p.join("; "))),
         Verdict::Unreachable(why) => (false, format!("--invalidate: {} does not answer: {why}", login.backend)),
     }
@@ -116,6 +124,24 @@ fn tables(rules: &Rules) -> Wanted {
 }
 
 fn verify(login: &Login, wanted: &Wanted) -> Verdict {
+    // The account, its rights and the binlog's settings: the check every consumer of the
+    // feed shares. The rules need row images with every column (FULL) in row format, or they
+    // could not name the keys: those two count as wrong here.
+    let account = binlog::Config {
+        backend: login.backend.clone(),
+        user: login.user.clone(),
+        password: login.password.clone(),
+        server_id: 0,
+        start: None,
+    };
+    let mut wrong: Vec<String> = match account::check(&account, TIMEOUT) {
+        account::Verdict::Unreachable(why) => return Verdict::Unreachable(why),
+        account::Verdict::Checked { problems, .. } => problems
+            .into_iter()
+            .filter(|p| p.blocking || matches!(p.check, "binlog_format" | "binlog_row_image"))
+            .map(|p| p.message)
+            .collect(),
+    };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return Verdict::Unreachable(format!("runtime: {e}")),
@@ -132,13 +158,21 @@ fn verify(login: &Login, wanted: &Wanted) -> Verdict {
     rt.block_on(async {
         let mut conn = match tokio::time::timeout(TIMEOUT, Conn::new(opts)).await {
             Ok(Ok(c)) => c,
+            // The login failed: the account check said why.
+            Ok(Err(e)) if is_refusal(&e) && !wrong.is_empty() => return Verdict::Wrong(wrong),
             Ok(Err(e)) if is_refusal(&e) => return Verdict::Wrong(vec![format!("--mysql-user {}: {e}", login.user)]),
             Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
             Err(_) => return Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         };
         match tokio::time::timeout(TIMEOUT, problems(&mut conn, wanted)).await {
-            Ok(Ok(p)) if p.is_empty() => Verdict::Good,
-            Ok(Ok(p)) => Verdict::Wrong(p),
+            Ok(Ok(p)) => {
+                wrong.extend(p);
+                if wrong.is_empty() {
+                    Verdict::Good
+                } else {
+                    Verdict::Wrong(wrong)
+                }
+            }
             Ok(Err(e)) => Verdict::Unreachable(e.to_string()),
             Err(_) => Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         }
@@ -147,30 +181,12 @@ fn verify(login: &Login, wanted: &Wanted) -> Verdict {
 
 /// A login the server refused (wrong password, unknown user): a configuration error.
 fn is_refusal(e: &mysql_async::Error) -> bool {
-    matches!(e, mysql_async::Error::Server(s) if s.code == 1045 || s.code == 1044)
+    matches!(e, mysql_async::Error::Server(s) if s.code == 1045 || s.code == 1044 || s.code == 1130)
 }
 
+/// The rules' own checks: every table exists with every column a template names.
 async fn problems(c: &mut Conn, wanted: &Wanted) -> mysql_async::Result<Vec<String>> {
     let mut out = Vec::new();
-    let vars: Option<(String, String, String)> = c
-        .query_first("SELECT CAST(@@GLOBAL.log_bin AS CHAR), @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image")
-        .await?;
-    if let Some((log_bin, format, image)) = vars {
-        if log_bin != "1" && !log_bin.eq_ignore_ascii_case("ON") {
-            out.push("the backend writes no binlog (log_bin is off): nothing would ever be invalidated".into());
-        }
-        if !format.eq_ignore_ascii_case("ROW") {
-            out.push(format!(
-                "binlog_format is {format}: rows cannot be named, every change would flush (set binlog_format=ROW)"
-            ));
-        }
-        if !image.eq_ignore_ascii_case("FULL") {
-            out.push(format!(
-                "binlog_row_image is {image}: before images lack the old values of non-key columns, so old keys \
-                 (a changed email's) would stay (set binlog_row_image=FULL)"
-            ));
-        }
-    }
     for (db, table, cols) in wanted {
         let have: Vec<String> = c
             .exec(

@@ -8,8 +8,10 @@
 //! invalidated ([`engine::Access::invalidate`]): dropped from memory and the disk tier, and
 //! held for `--invalidate-hold-ms` so that a reader that read the old row before the change
 //! cannot put it back (see `engine::hold`). A change to a whole table (TRUNCATE, ALTER,
-//! statement-format DML) or a binlog gap cannot name keys: with
-//! `--invalidate-table-changes flush` (the default) every plain key is flushed.
+//! statement-format DML, or the tables its triggers and cascades wrote) or a binlog gap
+//! cannot name keys: with `--invalidate-table-changes flush` (the default) every plain key
+//! is flushed. What changes no row (FLUSH PRIVILEGES and other FLUSH, GRANT/REVOKE and
+//! account statements, ANALYZE, OPTIMIZE, triggers and routines, indexes) changes no key.
 //!
 //! The follower is the server's feed of `--mysql-backend` (`binlog::feeds`), shared with the
 //! query cache and the `caching` containers. A broken stream delays invalidations; the
@@ -141,6 +143,8 @@ impl Rules {
                 }
             }
             Change::All { reason } => self.table_change(reason),
+            // No row changed: the keys built from rows stay right (docs/invalidation.md).
+            Change::Privileges { .. } | Change::Routines { .. } | Change::Keys { .. } => {}
             Change::Disconnected { reason } => {
                 let mut c = self.connected.lock();
                 if *c {
