@@ -132,14 +132,16 @@ fn verify(login: &Login, wanted: &Wanted) -> Verdict {
     rt.block_on(async {
         let mut conn = match tokio::time::timeout(TIMEOUT, Conn::new(opts)).await {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) if is_refusal(&e) => return Verdict::Wrong(vec![format!("--mysql-user {}: {e}", login.user)]),
-            Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
+            Ok(Err(e)) if is_refusal(&e) => {
+                return Verdict::Wrong(vec![format!("--mysql-user {}: {}", login.user, engine::errors::cause(&e))])
+            }
+            Ok(Err(e)) => return Verdict::Unreachable(format!("cannot connect: {}", engine::errors::cause(&e))),
             Err(_) => return Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         };
         match tokio::time::timeout(TIMEOUT, problems(&mut conn, wanted)).await {
             Ok(Ok(p)) if p.is_empty() => Verdict::Good,
             Ok(Ok(p)) => Verdict::Wrong(p),
-            Ok(Err(e)) => Verdict::Unreachable(e.to_string()),
+            Ok(Err(e)) => Verdict::Unreachable(engine::errors::cause(&e)),
             Err(_) => Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         }
     })
