@@ -93,7 +93,7 @@ impl Slot {
                 Ok(sql) => {
                     let loaded = super::describe::summary(&sql);
                     let _ = slot.ready.set(Arc::new(sql));
-                    log::warn!("--containers {path}: backend reachable again; serving {loaded}");
+                    log::warn!("--containers {path}: backend reachable again; loaded and serving {loaded}");
                     return;
                 }
                 Err(e) => {
