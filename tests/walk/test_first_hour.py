@@ -297,7 +297,7 @@ def test_proxy_invalidation_metrics_and_status_page(clone, tmp_path, mariadb):
             dom = subprocess.run([*base, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
             shot = ROOT / "target" / "walk-status-page.png"
             shot.parent.mkdir(exist_ok=True)
-            subprocess.run([*base, "--window-size=1280,1300", f"--screenshot={shot}", url], capture_output=True,
+            subprocess.run([*base, "--window-size=1280,1380", f"--screenshot={shot}", url], capture_output=True,
                            timeout=120)
         finally:
             stop.set()
