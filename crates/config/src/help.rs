@@ -48,7 +48,12 @@ const MEMCACHED: Section = Section {
              can connect may read and change every item: say -l 127.0.0.1 unless the port is firewalled)",
         ),
         Opt("-u, --user=<user>", "assume identity of <username> (only when run as root)"),
-        Opt("-m, --memory-limit=<num>", "item memory in megabytes (default: 64)"),
+        Opt(
+            "-m, --memory-limit=<num>",
+            "memory in megabytes for everything the server holds: items and, with the features on, the \
+             disk tier's cache and staged writes, query results, containers' copies (default: 64; \
+             docs/memory.md)",
+        ),
         Opt("-M, --disable-evictions", "return error on memory exhausted instead of evicting"),
         Opt("-c, --conn-limit=<num>", "max simultaneous connections (default: 1024)"),
         Opt("-k, --lock-memory", "lock down all paged memory"),

@@ -118,8 +118,8 @@ pub const HELP: Section = Section {
         Opt("--disk-limit=<size>", "bound the disk tier (k/m/g suffix); oldest-written items go first"),
         Opt(
             "--disk-cache=<size>",
-            "memory for reading items back from disk (fjall's block cache; default: 64m, at least 1m), \
-             beside -m and the write buffers",
+            "the part of -m for reading items back from disk (fjall's block cache; default: 1/8 of -m, \
+             1m to 256m; at most half of -m)",
         ),
         Opt("--data-dir-recover", "if the data directory is damaged, move it aside and start empty"),
     ],
