@@ -6,17 +6,7 @@
 //! lays them out (options at column 2, descriptions wrapped at column [`DESC_COL`]) and
 //! answers "did you mean" for a misspelt long flag from the same tables.
 
-/// One entry: the flags as shown (`-p, --port=<num>`) and what they do (one paragraph,
-/// wrapped when printed).
-pub struct Opt(pub &'static str, pub &'static str);
-
-/// A titled group of entries.
-pub struct Section {
-    /// The group's title (a sub-section of OPTIONS in the man page).
-    pub title: &'static str,
-    /// Its entries.
-    pub options: &'static [Opt],
-}
+use crate::usage::{Opt, Section};
 
 /// Column where descriptions start; an entry whose flags reach it has its description on
 /// the next line.

@@ -17,7 +17,7 @@
 
 use binlog::KeyTemplate;
 
-use crate::help::{Opt, Section};
+use crate::usage::{Opt, Section};
 
 /// One key template of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]

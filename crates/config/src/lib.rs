@@ -15,6 +15,7 @@ pub mod invalidate;
 pub mod mysql;
 pub mod persistence;
 pub mod tls;
+pub mod usage;
 
 /// How log lines are written (`--log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

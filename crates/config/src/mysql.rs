@@ -1,7 +1,7 @@
 //! The MySQL proxy's command-line flags (`--mysql-*`, `--query-cache-*`).
 
-use crate::help::{Opt, Section};
 use crate::parse_size;
+use crate::usage::{Opt, Section};
 
 /// `--query-cache-type`: which SELECTs the proxy caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

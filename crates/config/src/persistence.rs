@@ -2,8 +2,8 @@
 //! where items are kept on disk, when a write counts as durable, and how much of `-m` the
 //! disk tier's block cache may take.
 
-use crate::help::{Opt, Section};
 use crate::parse_size;
+use crate::usage::{Opt, Section};
 
 /// Smallest `--disk-cache`.
 pub const MIN_DISK_CACHE: u64 = 1 << 20;
