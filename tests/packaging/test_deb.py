@@ -1,13 +1,18 @@
 """The Debian package (dist/build-deb.sh, cargo-deb) installs with dpkg -i, ships the binary,
 the example config as a conffile, the man page and a systemd unit that passes
-`systemd-analyze verify`.
+`systemd-analyze verify`; its control text is whole (a short description, an extended one,
+the project's maintainer), and the script builds where CARGO_TARGET_DIR says.
 Runs as root (it installs into this machine, then purges the package)."""
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.servers import sqlcached_bin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,15 +25,22 @@ def need(tool):
 
 
 @pytest.fixture(scope="module")
-def installed():
+def installed(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("dpkg -i needs root")
     for tool in ("help2man", "cargo-deb", "dpkg", "systemd-analyze"):
         need(tool)
+    # A target directory of its own (CARGO_TARGET_DIR) holding the built binary: the binary,
+    # the man page and the .deb must all be found and written there.
+    target = tmp_path_factory.mktemp("target")
+    (target / "release").mkdir()
+    shutil.copy2(sqlcached_bin(), target / "release" / "sqlcached")
     out = subprocess.run(["bash", "dist/build-deb.sh", "--no-build"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env=dict(os.environ, CARGO_TARGET_DIR=str(target)))
     assert out.returncode == 0, out.stderr
-    deb = ROOT / out.stdout.strip().splitlines()[-1]
+    deb = Path(out.stdout.strip().splitlines()[-1])
+    assert deb.is_absolute() and deb.parent == target / "debian", deb
+    assert (target / "release" / "sqlcached.1.gz").exists()
     p = subprocess.run(["dpkg", "-i", str(deb)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     try:
@@ -40,6 +52,12 @@ def installed():
 def test_package_contents_and_metadata(installed):
     info = subprocess.run(["dpkg-deb", "-I", str(installed)], capture_output=True, text=True).stdout
     assert "Package: sqlcached" in info and "Section: database" in info
+    field = lambda name: subprocess.run(["dpkg-deb", "-f", str(installed), name], capture_output=True,
+                                        text=True).stdout.rstrip("\n")
+    assert field("Maintainer") == "sqlcached maintainers <maintainers@users.noreply.a-seed-cf1da744.example>"
+    short, *extended = field("Description").split("\n")
+    assert short == "persistent memcached-compatible cache and MySQL query cache", short
+    assert len(extended) >= 3 and extended[-1].rstrip().endswith("they were built from change."), extended
     conffiles = subprocess.run(["dpkg-query", "--showformat=${Conffiles}", "-W", "sqlcached"],
                                capture_output=True, text=True).stdout
     assert "/etc/sqlcached/sqlcached.toml" in conffiles
@@ -47,6 +65,8 @@ def test_package_contents_and_metadata(installed):
     assert v.returncode == 0 and v.stdout.startswith("sqlcached ")
     man = subprocess.run(["man", "-w", "sqlcached"], capture_output=True, text=True)
     assert man.returncode == 0 and "sqlcached.1" in man.stdout
+    page = subprocess.run(["man", "sqlcached"], capture_output=True, text=True, env=dict(os.environ, MANPAGER="cat"))
+    assert "OPTIONS" in page.stdout and "--data-dir" in page.stdout, page.stdout[:2000]
 
 
 def test_unit_passes_systemd_analyze_verify(installed):

@@ -142,7 +142,8 @@ async fn follow(cfg: &Config, opts: &Opts, sink: impl Fn(Change), shared: &Share
 }
 
 async fn setup(opts: &Opts, state: &State) -> Result<(Conn, Position), String> {
-    let mut conn = Conn::new(opts.clone()).await.map_err(|e| e.to_string())?;
+    let mut conn =
+        Conn::new(opts.clone()).await.map_err(|e| format!("cannot connect: {}", engine::errors::cause(&e)))?;
     let start = match &state.resume {
         Some(p) => p.clone(),
         None => {

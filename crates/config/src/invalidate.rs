@@ -17,6 +17,8 @@
 
 use binlog::KeyTemplate;
 
+use crate::usage::{Opt, Section};
+
 /// One key template of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleSpec {
@@ -113,18 +115,28 @@ impl InvalidateConfig {
     }
 }
 
-/// Usage lines for `--help`.
-pub const USAGE: &str = r#"Binlog-driven invalidation of plain keys (sqlcached, docs/invalidation.md):
---invalidate=<db.t=key>   when the binlog of --mysql-backend (read as --mysql-user) shows a
-                          row of db.t inserted, updated or deleted, delete the key built
-                          from its old and new images: user:{id}, md5(SELECT ... id={id});
-                          repeat for each key (or [[invalidate]] tables in --config)
---invalidate-hold-ms=<n>  after an invalidation the key refuses set/add for n ms (answered
-                          STORED, not kept), so a reader that read the old row cannot put it
-                          back (default: 2000; 0: off)
---invalidate-table-changes=<m> flush (default): a change to a whole table (TRUNCATE, ALTER,
-                          a binlog gap) flushes the plain keys; ignore: logged only
-"#;
+/// The `--help` section of these flags.
+pub const HELP: Section = Section {
+    title: "Binlog-driven invalidation of plain keys (docs/invalidation.md)",
+    options: &[
+        Opt(
+            "--invalidate=<db.t=key>",
+            "when the binlog of --mysql-backend (read as --mysql-user) shows a row of db.t inserted, \
+             updated or deleted, delete the key built from its old and new images: user:{id}, \
+             md5(SELECT ... id={id}); repeat for each key (or [[invalidate]] tables in --config)",
+        ),
+        Opt(
+            "--invalidate-hold-ms=<n>",
+            "after an invalidation the key refuses set/add for n ms (answered STORED, not kept), so a \
+             reader that read the old row cannot put it back (default: 2000; 0: off)",
+        ),
+        Opt(
+            "--invalidate-table-changes=<m>",
+            "flush (default): a change to a whole table (TRUNCATE, ALTER, a binlog gap) flushes the \
+             plain keys; ignore: logged only",
+        ),
+    ],
+};
 
 #[cfg(test)]
 mod tests {

@@ -10,11 +10,13 @@
 use std::fmt;
 
 pub mod file;
+pub mod help;
 pub mod invalidate;
 pub mod mysql;
 pub mod persistence;
 pub mod postgres;
 pub mod tls;
+pub mod usage;
 
 /// How log lines are written (`--log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -334,7 +336,7 @@ impl Config {
                     }
                     c.verbose += 1;
                 }
-                Short('h') | Long("help") => return Ok(Some(Action::Print(usage()))),
+                Short('h') | Long("help") => return Ok(Some(Action::Print(help::usage()))),
                 Short('V') | Long("version") => {
                     return Ok(Some(Action::Print(format!(
                         "sqlcached {} (memcached 1.6.18 compatible)\n",
@@ -442,7 +444,11 @@ impl Config {
                 Short('e') | Long("memory-file") => {
                     return Err("-e: memory files are not supported by sqlcached".into())
                 }
-                _ => return Err(arg.unexpected().to_string()),
+                Long(name) => {
+                    let name = format!("--{name}");
+                    return Err(help::unknown_option(&name, arg.unexpected().to_string()));
+                }
+                _ => return Err(format!("{} (sqlcached --help lists the options)", arg.unexpected())),
             }
         }
         Ok(None)
@@ -491,86 +497,6 @@ impl Config {
         }
         Ok(())
     }
-}
-
-fn usage() -> String {
-    format!(
-        "sqlcached {} (memcached 1.6.18 compatible)\n{}{}{}{}{}{}",
-        env!("CARGO_PKG_VERSION"),
-        r#"-p, --port=<num>          TCP port to listen on (default: 11211), 0 to disable
--U, --udp-port=<num>      UDP port to listen on (default: 0, off)
--s, --unix-socket=<file>  UNIX socket to listen on (disables network support)
--a, --unix-mask=<mask>    access mask for UNIX socket, in octal (default: 700)
--A, --enable-shutdown     enable ascii "shutdown" command
--l, --listen=<addr>       interface to listen on (default: all)
--u, --user=<user>         assume identity of <username> (only when run as root)
--m, --memory-limit=<num>  item memory in megabytes (default: 64)
--M, --disable-evictions   return error on memory exhausted instead of evicting
--c, --conn-limit=<num>    max simultaneous connections (default: 1024)
--k, --lock-memory         lock down all paged memory
--v, --verbose             verbose (print errors/warnings while in event loop)
--vv                       very verbose (also print client commands/responses)
--h, --help                print this help and exit
--i, --license             print the license and exit
--V, --version             print version and exit
--d, --daemon              run as a daemon (the command returns once the server serves)
--P, --pidfile=<file>      save PID in <file>
--r, --enable-coredumps    maximize core file limit
--t, --threads=<num>       number of worker threads to use (default: 4)
--R, --max-reqs-per-event  requests handled per connection before yielding (default: 20)
--C, --disable-cas         disable use of CAS
--b, --listen-backlog=<num> set the backlog queue limit (default: 1024)
--B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto)
--I, --max-item-size=<num> adjusts max item size (default: 1m, min: 1k, max: 1024m)
--F, --disable-flush-all   disable flush_all command
--S, --enable-sasl         turn on binary SASL authentication (PLAIN; passwords from the
-                          user:password file named by the environment variable
-                          MEMCACHED_SASL_PWDB)
--Y, --auth-file=<file>    (EXPERIMENTAL) enable ASCII protocol authentication. format:
-                          user:pass\nuser2:pass2\n (reloaded on SIGHUP)
--D, --prefix-delimiter=<char> delimiter between key prefixes and IDs for 'stats detail'
--Z, --enable-ssl          enable TLS/SSL on the TCP listeners; 'notls' prefix can be used
-                          to disable it for specific listeners (-l notls:<ip>:<port>)
--o, --extended            comma separated list of extended options:
-   - idle_timeout:        timeout for idle connections (default: 0, no timeout)
-   - ssl_chain_cert:      certificate chain file in PEM format
-   - ssl_key:             private key file
-   - ssl_keyformat:       private key format, 1 (PEM, default) or 2 (DER)
-   - ssl_verify_mode:     peer certificate verification mode, default is 0(None).
-                          valid values are 0(None), 1(Request), 2(Require)
-                          or 3(Once)
-   - ssl_ciphers:         TLS 1.2 cipher names (OpenSSL or IANA), ':' separated
-   - ssl_ca_cert:         PEM format file of acceptable client CA's
-   - ssl_wbuf_size:       size in kilobytes of per-connection TLS output buffer
-                          (default: 16)
-   - ssl_session_cache:   enable server-side TLS session cache, to support session
-                          resumption
-   - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)
-                          valid values are 2(tlsv1.2) or 3(tlsv1.3); 0 and 1 mean
-                          tlsv1.2 (sqlcached's TLS has no TLS 1.0/1.1)
-Configuration file (sqlcached):
---config=<file>           TOML file holding any of these settings under its long name
-                          (port = 11211, listen = ["127.0.0.1"], enable-shutdown = true,
-                          extended = { idle_timeout = 30 }); flags given here override it
---check-config            check the settings and what they point at (containers, MySQL
-                          and PostgreSQL backends, data directory), print what was checked, and exit
-Metrics (sqlcached):
---metrics-listen=<addr>   serve GET /metrics (OpenMetrics, for Prometheus) on host:port
-Logs (sqlcached):
---log-format=<fmt>        text (default) or json: one JSON object per line on stderr.
-                          Lifecycle events, warnings and errors are always logged; -v
-                          adds per-connection detail, -vv every command
-"#,
-        persistence::USAGE,
-        r#"SQL containers (sqlcached):
---containers=<file>       TOML file mapping @@name.key onto SQL tables (docs/containers.md)
-   memcached's slab/LRU tuning options (-f, -n, -L, -X, -W, -o hashpower, hot_lru_pct,
-   slab_*, lru_*, ...) are accepted and have no effect: sqlcached has no slab allocator.
-"#,
-        mysql::USAGE,
-        postgres::USAGE,
-        invalidate::USAGE
-    )
 }
 
 const LICENSE: &str = "sqlcached is licensed under the Apache License, Version 2.0.\n";

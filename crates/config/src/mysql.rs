@@ -1,6 +1,7 @@
 //! The MySQL proxy's command-line flags (`--mysql-*`, `--query-cache-*`).
 
 use crate::parse_size;
+use crate::usage::{Opt, Section};
 
 /// `--query-cache-type`: which SELECTs the proxy caches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,41 +249,68 @@ impl MysqlConfig {
     }
 }
 
-/// Usage lines for `--help`.
-pub const USAGE: &str = r#"MySQL query cache (sqlcached, docs/querycache.md):
---mysql-listen=<addr>     accept MySQL clients on host:port (enables the proxy)
---mysql-backend=<addr>    the MariaDB/MySQL server behind the proxy, host:port
---mysql-user=<user>       account for the binlog follower and metadata queries (without it
-                          the proxy caches nothing); password from --mysql-password-file or
-                          the environment variable SQLCACHED_MYSQL_PASSWORD
---mysql-password-file=<f> file whose first line is --mysql-user's password
---mysql-server-id=<n>     replica server id of the binlog connections (default: a random
-                          id per start, 2^30 and up; unique among the backend's replicas)
---mysql-connect-timeout=<s>  a client's login must be complete within s seconds of the
-                          greeting, else it is closed with ERROR 1043 Bad handshake (default:
-                          10, as MariaDB's connect_timeout)
---mysql-backend-connect-timeout=<s>  how long a new client's backend connection may take
-                          to be accepted and greeted by the backend (an overloaded server
-                          greets late), else ERROR 1429 (default: 10)
---mysql-net-read-timeout=<s> a client that began sending a command must go on within s
-                          seconds, else it is closed (default: 30, as net_read_timeout)
---mysql-tls-cert=<file>   PEM certificate chain: the proxy offers TLS to clients (and
---mysql-tls-key=<file>    terminates it, so it still caches); without them a client that
-                          requires TLS is refused with ERROR 1235
---mysql-backend-tls=<m>   off (default), verify-ca or verify-full: TLS to the backend, its
---mysql-backend-tls-ca=<f> certificate checked against this CA (verify-full: and its name
-                          against --mysql-backend's host)
---query-cache-size=<num>  memory for cached results (k/m/g suffix, default: 64m)
---query-cache-limit=<num> largest cacheable result (default: 1m)
---query-cache-type=<t>    ON (default), DEMAND (only SELECT SQL_CACHE) or OFF
---query-cache-in-transactions=<p> reads inside transactions: never, read-only (default:
-                          transactions started START TRANSACTION READ ONLY) or until-write
-                          (reads before the transaction's first write); a cached answer is
-                          the latest committed state (READ COMMITTED for that statement)
---query-cache-max-lag=<ms> answer from the cache only while the binlog follower is at
-                          most ms behind the backend's binlog head, else from the backend
-                          until it catches up (default: 100; 0: no bound)
-"#;
+/// The `--help` section of these flags.
+pub const HELP: Section = Section {
+    title: "MySQL query cache (docs/querycache.md)",
+    options: &[
+        Opt("--mysql-listen=<addr>", "accept MySQL clients on host:port (enables the proxy)"),
+        Opt("--mysql-backend=<addr>", "the MariaDB/MySQL server behind the proxy, host:port"),
+        Opt(
+            "--mysql-user=<user>",
+            "account for the binlog follower and metadata queries (without it the proxy caches \
+             nothing); password from --mysql-password-file or the environment variable \
+             SQLCACHED_MYSQL_PASSWORD",
+        ),
+        Opt("--mysql-password-file=<f>", "file whose first line is --mysql-user's password"),
+        Opt(
+            "--mysql-server-id=<n>",
+            "replica server id of the binlog connections (default: a random id per start, 2^30 and \
+             up; unique among the backend's replicas)",
+        ),
+        Opt(
+            "--mysql-connect-timeout=<s>",
+            "a client's login must be complete within s seconds, else it is closed with ERROR 1043 Bad \
+             handshake (default: 10, as MariaDB's connect_timeout)",
+        ),
+        Opt(
+            "--mysql-backend-connect-timeout=<s>",
+            "how long a new client's backend connection may take to be accepted and greeted by the \
+             backend (an overloaded server greets late), else ERROR 1429 (default: 10)",
+        ),
+        Opt(
+            "--mysql-net-read-timeout=<s>",
+            "a client that began sending a command must go on within s seconds, else it is closed \
+             (default: 30, as net_read_timeout)",
+        ),
+        Opt(
+            "--mysql-tls-cert=<file>",
+            "PEM certificate chain: with --mysql-tls-key the proxy offers TLS to clients (and \
+             terminates it, so it still caches); without them a client that requires TLS is refused \
+             with ERROR 1235",
+        ),
+        Opt("--mysql-tls-key=<file>", "the private key of --mysql-tls-cert, PEM"),
+        Opt(
+            "--mysql-backend-tls=<m>",
+            "off (default), verify-ca or verify-full: TLS to the backend, its certificate checked \
+             against --mysql-backend-tls-ca (verify-full: and its name against --mysql-backend's host)",
+        ),
+        Opt("--mysql-backend-tls-ca=<f>", "PEM file of the CA the backend's certificate must chain to"),
+        Opt("--query-cache-size=<num>", "memory for cached results (k/m/g suffix, default: 64m)"),
+        Opt("--query-cache-limit=<num>", "largest cacheable result (default: 1m)"),
+        Opt("--query-cache-type=<t>", "ON (default), DEMAND (only SELECT SQL_CACHE) or OFF"),
+        Opt(
+            "--query-cache-in-transactions=<p>",
+            "reads inside transactions: never, read-only (default: transactions started START \
+             TRANSACTION READ ONLY) or until-write (reads before the transaction's first write); a \
+             cached answer is the latest committed state (READ COMMITTED for that statement)",
+        ),
+        Opt(
+            "--query-cache-max-lag=<ms>",
+            "answer from the cache only while the binlog follower is at most ms behind the backend's \
+             binlog head, else from the backend until it catches up (default: 100; 0: no bound)",
+        ),
+    ],
+};
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 //! disk tier's block cache may take.
 
 use crate::parse_size;
+use crate::usage::{Opt, Section};
 
 /// Smallest `--disk-cache`.
 pub const MIN_DISK_CACHE: u64 = 1 << 20;
@@ -101,17 +102,28 @@ impl PersistenceConfig {
 }
 
 /// The `--help` section of these flags.
-pub const USAGE: &str = r#"Persistence (sqlcached, docs/persistence.md):
---data-dir=<dir>          keep items on disk below memory: restarts warm, data may exceed -m
---durability=<mode>       async (default): acknowledged once the OS has the write (survives
-                          a crash of sqlcached), fsynced at least every --flush-interval-ms;
-                          sync: acknowledged only after fsync (group commit)
---flush-interval-ms=<n>   async mode's longest time between fsyncs (default: 100)
---disk-limit=<size>       bound the disk tier (k/m/g suffix); oldest-written items go first
---disk-cache=<size>       memory for reading items back from disk (fjall's block cache;
-                          default: 64m, at least 1m), beside -m and the write buffers
---data-dir-recover        if the data directory is damaged, move it aside and start empty
-"#;
+pub const HELP: Section = Section {
+    title: "Persistence (docs/persistence.md)",
+    options: &[
+        Opt(
+            "--data-dir=<dir>",
+            "keep items on disk below memory: restarts warm, data may exceed -m (without it: memory only)",
+        ),
+        Opt(
+            "--durability=<mode>",
+            "async (default): acknowledged once the OS has the write (survives a crash of sqlcached), \
+             fsynced at least every --flush-interval-ms; sync: acknowledged only after fsync (group commit)",
+        ),
+        Opt("--flush-interval-ms=<n>", "async mode's longest time between fsyncs (default: 100)"),
+        Opt("--disk-limit=<size>", "bound the disk tier (k/m/g suffix); oldest-written items go first"),
+        Opt(
+            "--disk-cache=<size>",
+            "the part of -m for reading items back from disk (fjall's block cache; default: 1/8 of -m, \
+             1m to 256m; at most half of -m)",
+        ),
+        Opt("--data-dir-recover", "if the data directory is damaged, move it aside and start empty"),
+    ],
+};
 
 #[cfg(test)]
 mod tests {

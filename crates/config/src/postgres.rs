@@ -1,5 +1,6 @@
 //! The PostgreSQL front's command-line flags (`--pg-*`, docs/pgproxy.md).
 
+use crate::usage::{Opt, Section};
 use std::time::Duration;
 
 /// libpq's `sslmode` for the proxy's connections to the backend (`--pg-backend-sslmode`).
@@ -224,28 +225,49 @@ pub fn split_host_port(addr: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
-/// Usage lines for `--help`.
-pub const USAGE: &str = r#"PostgreSQL front (sqlcached, docs/pgproxy.md):
---pg-listen=<addr>        accept PostgreSQL clients on host:port (enables the front);
-                          applications change only the port
---pg-backend=<addr>       the PostgreSQL server behind it, host:port
---pg-user=<user>          the proxy's own account on the backend (--check-config logs in
-                          with it); password from --pg-password-file or the environment
-                          variable SQLCACHED_PG_PASSWORD
---pg-password-file=<f>    file whose first line is --pg-user's password
---pg-database=<db>        the database --pg-user logs in to (default: postgres)
---pg-backend-sslmode=<m>  disable, prefer (default), require, verify-ca or verify-full:
-                          TLS to the backend, as libpq's sslmode
---pg-backend-sslrootcert=<f> CA certificate(s) the backend's certificate is checked
-                          against (verify-ca, verify-full: and the name of --pg-backend's host)
---pg-tls-cert=<file>      PEM certificate chain: the proxy answers clients' SSLRequest
---pg-tls-key=<file>       with 'S' and terminates TLS (without them: 'N')
---pg-login-timeout=<s>    a client's startup and authentication must be done within s
-                          seconds (default: 60, PostgreSQL's authentication_timeout)
---pg-backend-connect-timeout=<s> connecting to the backend may take s seconds (default: 10)
---pg-max-connections=<n>  client connections at once; more are refused with SQLSTATE
-                          53300 (default: 1024)
-"#;
+/// The `--help` section of these flags.
+pub const HELP: Section = Section {
+    title: "PostgreSQL front (docs/pgproxy.md)",
+    options: &[
+        Opt(
+            "--pg-listen=<addr>",
+            "accept PostgreSQL clients on host:port (enables the front); applications change only the port",
+        ),
+        Opt("--pg-backend=<addr>", "the PostgreSQL server behind it, host:port"),
+        Opt(
+            "--pg-user=<user>",
+            "the proxy's own account on the backend (--check-config logs in with it); password from \
+             --pg-password-file or the environment variable SQLCACHED_PG_PASSWORD",
+        ),
+        Opt("--pg-password-file=<f>", "file whose first line is --pg-user's password"),
+        Opt("--pg-database=<db>", "the database --pg-user logs in to (default: postgres)"),
+        Opt(
+            "--pg-backend-sslmode=<m>",
+            "disable, prefer (default), require, verify-ca or verify-full: TLS to the backend, as libpq's sslmode",
+        ),
+        Opt(
+            "--pg-backend-sslrootcert=<f>",
+            "CA certificate(s) the backend's certificate is checked against (verify-ca, verify-full: and the \
+             name of --pg-backend's host)",
+        ),
+        Opt(
+            "--pg-tls-cert=<file>",
+            "PEM certificate chain: with --pg-tls-key the proxy answers clients' SSLRequest with 'S' and \
+             terminates TLS (without them: 'N')",
+        ),
+        Opt("--pg-tls-key=<file>", "the private key of --pg-tls-cert, PEM"),
+        Opt(
+            "--pg-login-timeout=<s>",
+            "a client's startup and authentication must be done within s seconds (default: 60, PostgreSQL's \
+             authentication_timeout)",
+        ),
+        Opt("--pg-backend-connect-timeout=<s>", "connecting to the backend may take s seconds (default: 10)"),
+        Opt(
+            "--pg-max-connections=<n>",
+            "client connections at once; more are refused with SQLSTATE 53300 (default: 1024)",
+        ),
+    ],
+};
 
 #[cfg(test)]
 mod tests {

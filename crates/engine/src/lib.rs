@@ -17,6 +17,7 @@
 //!   other caches.
 //! - [`tier`]: the trait a storage tier below memory implements.
 //! - [`stats`]: counters with memcached's names.
+//! - [`errors`]: error text for log lines and replies (an error as its innermost cause).
 //! - [`latency`]: lock-free latency histograms for the metrics endpoint.
 
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@ pub mod budget;
 pub mod bufpool;
 pub mod clock;
 pub mod config;
+pub mod errors;
 pub mod eviction;
 pub mod hold;
 pub mod item;

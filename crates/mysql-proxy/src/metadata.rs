@@ -50,7 +50,7 @@ async fn run(cache: Arc<QueryCache>, opts: Opts) {
                     conn = Some(c)
                 }
                 Err(e) => {
-                    let msg = e.to_string();
+                    let msg = engine::errors::cause(&e);
                     if failing.as_deref() != Some(msg.as_str()) {
                         log::warn!("mysql metadata: cannot connect to the backend: {msg}; tables not yet known are not cached meanwhile");
                         failing = Some(msg);

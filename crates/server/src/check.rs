@@ -26,7 +26,9 @@ pub fn run(cfg: &Config) -> bool {
     if let Some(dir) = &cfg.persistence.data_dir {
         let p = std::path::Path::new(dir);
         let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        let (passed, how) = if p.is_dir() {
+        let (passed, how) = if p.exists() && !p.is_dir() {
+            (false, "is not a directory (a file of that name is in the way)")
+        } else if p.is_dir() {
             let w = dir_writable(p);
             (w, if w { "exists and is writable" } else { "exists but is not writable" })
         } else if parent.is_dir() && dir_writable(parent) {

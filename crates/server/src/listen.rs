@@ -39,7 +39,13 @@ pub fn addresses(listen: &[String], port: u16, tls: bool) -> std::io::Result<Vec
         } else {
             format!("{spec}:{port}")
         };
-        out.extend(with_port.to_socket_addrs()?.map(|a| (a, tls)));
+        let resolved = with_port.to_socket_addrs().map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("failed to listen on {with_port} (-l {spec}): cannot resolve it: {e}"),
+            )
+        })?;
+        out.extend(resolved.map(|a| (a, tls)));
     }
     Ok(out)
 }

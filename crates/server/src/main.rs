@@ -19,12 +19,15 @@ fn main() {
         }
         Ok(Action::Check(c)) => std::process::exit(if check::run(&c) { 0 } else { EX_CONFIG }),
         Err((e, status)) => {
-            eprintln!("{e}");
+            // Before logging starts: said as the log's text lines are.
+            eprintln!("sqlcached: {e}");
             std::process::exit(status);
         }
     };
+    // Before `run`, so that its errors are log lines too (`sqlcached: error: ...`, or JSON).
+    logging::init(cfg.verbose, cfg.log_format);
     if let Err((msg, code)) = run(cfg) {
-        eprintln!("{msg}");
+        log::error!("{msg}");
         std::process::exit(code);
     }
     std::process::exit(0);
@@ -34,7 +37,6 @@ fn run(cfg: Config) -> Result<(), (String, i32)> {
     let os = |e: std::io::Error| (format!("failed to start: {e}"), 71);
     // Before any thread exists: fork and wait in the parent.
     let daemon = if cfg.daemonize { Some(unix::daemonize().map_err(os)?) } else { None };
-    logging::init(cfg.verbose, cfg.log_format);
     logging::install_panic_hook();
     block_signals();
     // Its one error is memcached's own line (too many -c for the open-files limit).
@@ -63,11 +65,11 @@ fn run(cfg: Config) -> Result<(), (String, i32)> {
         d.ready(cfg.verbose > 0);
     }
     server.wait();
-    server.stop();
+    let times = server.stop();
     if let Some(pidfile) = &cfg.pidfile {
         let _ = std::fs::remove_file(pidfile);
     }
-    log::info!("stopped");
+    log::info!("stopped in {times}");
     Ok(())
 }
 

@@ -26,6 +26,12 @@ pub fn open(cfg: &Config, engine: &mut Engine) -> Result<Option<Arc<DiskTier>>, 
     let Some(dir) = &cfg.persistence.data_dir else { return Ok(None) };
     let dir = dir.trim_end_matches('/');
     let dir = if dir.is_empty() { "/" } else { dir };
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(format!(
+            "--data-dir {dir} is not a directory (a file of that name is in the way): \
+             give a directory, or a path where one can be created"
+        ));
+    }
     let shares = Shares::of(cfg.memory_limit, cfg.persistence.disk_cache);
     if let Some(asked) = cfg.persistence.disk_cache.filter(|&c| c > shares.cache) {
         log::warn!(

@@ -48,7 +48,10 @@ impl StartError {
 
 impl From<std::io::Error> for StartError {
     fn from(e: std::io::Error) -> StartError {
-        StartError::new(EX_OSERR, format!("failed to start: {e}"))
+        let text = e.to_string();
+        // `failed to listen on ...` says what failed already.
+        let text = if text.starts_with("failed to ") { text } else { format!("failed to start: {text}") };
+        StartError::new(EX_OSERR, text)
     }
 }
 
@@ -141,10 +144,15 @@ fn start_containers(
     feeds: &Arc<binlog::feeds::Feeds>,
 ) -> Result<Arc<containers::Slot>, StartError> {
     let budget = containers::Budget::of(engine);
-    let slot = containers::start(path, &budget, timing, feeds)
-        .map_err(|e| StartError::new(EX_CONFIG, format!("--containers {path}: {e}")))?;
+    let slot = containers::start(path, &budget, timing, feeds).map_err(|e| {
+        // The library's errors about the file name it already.
+        let e = e.strip_prefix(&format!("{path}: ")).unwrap_or(&e);
+        StartError::new(EX_CONFIG, format!("--containers {path}: {e}"))
+    })?;
     let slot = Arc::new(slot);
-    if slot.get().is_none() {
+    if let Some(sql) = slot.get() {
+        log::info!("--containers {path}: {}", containers::describe::summary(sql));
+    } else {
         log::warn!(
             "--containers {path}: {}; starting without them: container commands answer \
              SERVER_ERROR until the backend is reachable (tried again every second)",
@@ -301,8 +309,10 @@ impl Handle {
 
     /// Stop: no new connections; open ones close once their requests are answered (at
     /// most 5 s); then the disk tier is closed and open container batches committed.
-    pub fn stop(self) {
+    /// Returns how long each step took (`main` says it in its `stopped` line).
+    pub fn stop(self) -> StopTimes {
         log::info!("shutting down: no new connections; open ones close once their requests are answered");
+        let mut times = StopTimes::new();
         let shared = &self.shared;
         let draining = Instant::now();
         if let Some(proxy) = &shared.mysql {
@@ -317,11 +327,13 @@ impl Handle {
                 "{open} connections still busy after {DRAIN_LIMIT:?} (a client not reading its replies?): closing them"
             );
         }
+        times.step("connections");
         if let Some(proxy) = &shared.mysql {
             let open = proxy.drain(DRAIN_LIMIT.saturating_sub(draining.elapsed()));
             if open > 0 {
                 log::warn!("{open} MySQL connections still running a command after {DRAIN_LIMIT:?}: closing them");
             }
+            times.step("MySQL connections");
         }
         if let Some(proxy) = &shared.postgres {
             let open = proxy.drain(DRAIN_LIMIT.saturating_sub(draining.elapsed()));
@@ -331,9 +343,11 @@ impl Handle {
         }
         if let Some(disk) = &self.disk {
             disk.close();
+            times.step("disk tier");
         }
         if let Some(rules) = &shared.invalidate {
             rules.stop();
+            times.step("binlog position");
         }
         if let Some(sql) = shared.sql.as_ref().and_then(|s| s.get()) {
             // Open batch transactions (w_batch_size > 1) are committed before exit.
@@ -342,9 +356,48 @@ impl Handle {
                     log::error!("containers: committing at shutdown: {e}");
                 }
             }
+            times.step("containers");
         }
         if let Some(path) = &shared.cfg.unix_socket {
             let _ = std::fs::remove_file(path);
         }
+        times
+    }
+}
+
+/// How long a stop took, step by step: `12 ms (connections 3 ms, disk tier 9 ms)`.
+pub struct StopTimes {
+    started: Instant,
+    last: Instant,
+    steps: Vec<(&'static str, Duration)>,
+}
+
+impl StopTimes {
+    fn new() -> StopTimes {
+        let now = Instant::now();
+        StopTimes { started: now, last: now, steps: Vec::new() }
+    }
+
+    /// The step `name` ended now.
+    fn step(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.steps.push((name, now - self.last));
+        self.last = now;
+    }
+
+    /// The whole stop.
+    pub fn total(&self) -> Duration {
+        self.last - self.started
+    }
+}
+
+impl std::fmt::Display for StopTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        write!(f, "{:.0} ms (", ms(self.total()))?;
+        for (i, (name, d)) in self.steps.iter().enumerate() {
+            write!(f, "{}{name} {:.0} ms", if i > 0 { ", " } else { "" }, ms(*d))?;
+        }
+        f.write_str(")")
     }
 }

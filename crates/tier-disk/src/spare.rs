@@ -160,6 +160,7 @@ impl Spares {
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(j) = self.job.take() {
+            j.thread().unpark();
             let _ = j.join();
         }
         self.off.get_or_insert_with(|| "stopping".to_string());
@@ -191,8 +192,13 @@ fn prepare(dir: &Path, size: u64, stop: &AtomicBool) -> Result<bool, String> {
         if done.is_multiple_of(SYNC_EVERY) {
             f.sync_data().map_err(|e| format!("{}: {e}", partial.display()))?;
             // Pause as long as the chunk took: the device is busy with these zeros at
-            // most half of the time, and the log's fsyncs wait behind them less.
-            std::thread::sleep(chunk_started.elapsed());
+            // most half of the time, and the log's fsyncs wait behind them less. A stop
+            // ends the pause (`Spares::stop` unparks this thread): on a busy disk a chunk,
+            // and so the pause, can take seconds.
+            let until = Instant::now() + chunk_started.elapsed();
+            while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                std::thread::park_timeout(until.saturating_duration_since(Instant::now()));
+            }
             chunk_started = Instant::now();
         }
     }

@@ -225,11 +225,20 @@ impl DiskTier {
     /// stay in the log and the next start replays it.
     pub fn close(&self) {
         let s = &self.shared;
-        s.stopping.store(true, Ordering::SeqCst);
+        // Set under the queue's lock, which the committer holds from its look at
+        // `stopping` until it sleeps: it either sees the flag or is asleep when woken. Set
+        // outside it, the wake-up could fall between its look and its sleep, and the stop
+        // would wait out the sleep (up to a second).
+        {
+            let _queue = s.pending.lock();
+            s.stopping.store(true, Ordering::SeqCst);
+        }
         s.work.notify_all();
         if let Some(h) = self.committer.lock().take() {
             let _ = h.join();
         }
+        // The same for the ingest thread, which looks at `stopping` under the job's lock.
+        drop(s.job.lock());
         s.ingest_work.notify_all();
         if let Some(h) = self.ingester.lock().take() {
             let _ = h.join();

@@ -2,14 +2,17 @@
 //!
 //! The page is one HTML file with its script and styles inline, embedded in the binary:
 //! it works without internet. Every second it fetches `/stats.json` (every `stats` figure,
-//! from the same [`StatSink`] producers as the memcached port and `/metrics`) and draws
-//! rates, ratios and the last two minutes as charts on a canvas.
+//! from the same [`StatSink`] producers as the memcached port and `/metrics`, and the
+//! admin thread's last two minutes of rates, `super::history`) and draws rates, ratios
+//! and the last two minutes as charts with a time axis.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use engine::stats::{Kind, StatSink};
 use serde_json::{Map, Value};
 
+use super::history::History;
 use crate::shared::Shared;
 
 /// The page.
@@ -32,11 +35,19 @@ impl StatSink for JsonSink {
     }
 }
 
-/// Every `stats` figure as one JSON object, with the MySQL query digest table's top 20
-/// statements under `queries` (when the proxy caches).
-pub fn json(shared: &Arc<Shared>) -> String {
+/// Every `stats` figure as one JSON object: the flat report the page and [`History`] read.
+pub fn report(shared: &Arc<Shared>) -> Map<String, Value> {
     let mut sink = JsonSink(Map::new());
     crate::stats::report(b"", shared, &mut sink);
+    sink.0
+}
+
+/// What `/stats.json` answers: the report, with the MySQL query digest table's top 20
+/// statements under `queries` (when the proxy caches), the containers and `--invalidate`
+/// rules in detail, the data directory's bytes on disk, and the last two minutes of rates
+/// under `history`.
+pub fn json(shared: &Arc<Shared>, history: &History) -> String {
+    let mut out = report(shared);
     if let Some(cache) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
         let rows = cache.digests(20).into_iter().map(|d| {
             serde_json::json!({
@@ -45,9 +56,34 @@ pub fn json(shared: &Arc<Shared>) -> String {
                 "backend_us": d.backend_us, "bytes": d.bytes, "invalidations": d.invalidations,
             })
         });
-        sink.0.insert("queries".into(), Value::Array(rows.collect()));
+        out.insert("queries".into(), Value::Array(rows.collect()));
     }
-    Value::Object(sink.0).to_string()
+    if let Some(slot) = &shared.sql {
+        out.insert("containers".into(), crate::containers::describe::status(slot));
+    }
+    if let Some(rules) = &shared.invalidate {
+        out.insert("invalidate".into(), rules.status());
+    }
+    if let Some(dir) = &shared.cfg.persistence.data_dir {
+        out.insert("disk_allocated".into(), Value::from(allocated(Path::new(dir))));
+    }
+    out.insert("history".into(), history.json());
+    Value::Object(out).to_string()
+}
+
+/// Bytes the files under `dir` take on disk: their allocated blocks, not their apparent
+/// sizes (fjall's journal is preallocated as a sparse file: 64 MiB long, a few KiB used).
+fn allocated(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => allocated(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub use crate::pending::Fail;
 
 pub mod binlog;
 mod cache;
+pub mod describe;
 pub mod slot;
 pub mod stats;
 use self::cache::{caching_op, memory_op};
@@ -44,6 +45,8 @@ pub struct Sql {
     /// The check of the account the `caching` containers follow the binlog with (none
     /// without a binlog): degraded or not.
     pub health: Option<Arc<::binlog::health::Health>>,
+    /// The backend in words (`SQLite ./data/containers.db`), for the log and status page.
+    backend: String,
 }
 
 /// Where one key goes.
@@ -108,6 +111,7 @@ pub fn start(path: &str, budget: &Budget, timing: bool, feeds: &Arc<Feeds>) -> R
 /// `caching` containers on MariaDB/MySQL follow the backend's binlog on `feeds`.
 pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<Sql, LoadError> {
     let mut cfg = SqlConfig::from_file(path.as_ref())?;
+    sqlite_dir_exists(&cfg)?;
     // Containers measure items against -I exactly as the engine does.
     cfg.options.item_limit = Some(engine::ItemLimit { max: budget.item_size_max, use_cas: budget.use_cas });
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -167,7 +171,30 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
         Some(login) => self::binlog::start(login, watched, feeds, set.options().max_lag_ms),
         None => (None, None),
     };
-    Ok(Sql { set, list, caches, default, counters, timing, fresh, health })
+    let backend = describe::backend(&cfg);
+    Ok(Sql { set, list, caches, default, counters, timing, fresh, health, backend })
+}
+
+/// SQLite creates its database file but not the directory it is in: say so, rather than
+/// SQLite's `unable to open database file`.
+fn sqlite_dir_exists(cfg: &SqlConfig) -> Result<(), String> {
+    let Some(file) = cfg.backend.path.as_deref().filter(|_| cfg.backend.kind == sql_containers::BackendKind::Sqlite)
+    else {
+        return Ok(());
+    };
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let cwd =
+        std::env::current_dir().map(|d| format!(" (relative paths start at {})", d.display())).unwrap_or_default();
+    Err(format!(
+        "SQLite {}: the directory {} does not exist{cwd}; create it (mkdir -p {}) and the tables the containers \
+         name, or give another path",
+        file.display(),
+        dir.display(),
+        dir.display()
+    ))
 }
 
 impl Sql {

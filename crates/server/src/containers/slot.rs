@@ -91,9 +91,9 @@ impl Slot {
             let path = path.as_str();
             match super::load(path, &budget, timing, &feeds) {
                 Ok(sql) => {
-                    let n = sql.set.iter().count();
+                    let loaded = super::describe::summary(&sql);
                     let _ = slot.ready.set(Arc::new(sql));
-                    log::warn!("--containers {path}: backend reachable again, {n} container(s) loaded and serving");
+                    log::warn!("--containers {path}: backend reachable again; loaded and serving {loaded}");
                     return;
                 }
                 Err(e) => {

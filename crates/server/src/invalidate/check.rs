@@ -160,8 +160,10 @@ fn verify(login: &Login, wanted: &Wanted) -> Verdict {
             Ok(Ok(c)) => c,
             // The login failed: the account check said why.
             Ok(Err(e)) if is_refusal(&e) && !wrong.is_empty() => return Verdict::Wrong(wrong),
-            Ok(Err(e)) if is_refusal(&e) => return Verdict::Wrong(vec![format!("--mysql-user {}: {e}", login.user)]),
-            Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
+            Ok(Err(e)) if is_refusal(&e) => {
+                return Verdict::Wrong(vec![format!("--mysql-user {}: {}", login.user, engine::errors::cause(&e))])
+            }
+            Ok(Err(e)) => return Verdict::Unreachable(format!("cannot connect: {}", engine::errors::cause(&e))),
             Err(_) => return Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         };
         match tokio::time::timeout(TIMEOUT, problems(&mut conn, wanted)).await {
@@ -173,7 +175,7 @@ fn verify(login: &Login, wanted: &Wanted) -> Verdict {
                     Verdict::Wrong(wrong)
                 }
             }
-            Ok(Err(e)) => Verdict::Unreachable(e.to_string()),
+            Ok(Err(e)) => Verdict::Unreachable(engine::errors::cause(&e)),
             Err(_) => Verdict::Unreachable(format!("no answer within {}s", TIMEOUT.as_secs())),
         }
     })

@@ -101,6 +101,22 @@ impl Rules {
         }
     }
 
+    /// The status page's view: whether the binlog flows to the rules, and per table its key
+    /// templates and counters.
+    pub fn status(&self) -> serde_json::Value {
+        let rules: Vec<serde_json::Value> = self
+            .rules
+            .iter()
+            .map(|r| {
+                let (keys, hits, skipped) = r.counters.snapshot();
+                let templates: Vec<String> = r.templates.iter().map(|t| t.to_string()).collect();
+                serde_json::json!({ "table": r.name(), "keys": templates, "invalidated": keys, "hits": hits,
+                                    "skipped": skipped })
+            })
+            .collect();
+        serde_json::json!({ "flowing": *self.connected.lock(), "rules": rules })
+    }
+
     /// Zero the per-rule counters (`stats reset`).
     pub fn reset_stats(&self) {
         self.rules.iter().for_each(|r| r.counters.reset());

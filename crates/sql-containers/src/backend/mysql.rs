@@ -121,7 +121,7 @@ impl Shared {
         self.check_down()?;
         match tokio::time::timeout(self.connect_timeout, connect).await {
             Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(self.mark_down(&e.to_string())),
+            Ok(Err(e)) => Err(self.mark_down(&engine::errors::cause(&e))),
             Err(_) => Err(self.mark_down(&format!("no connection within {} ms", self.connect_timeout.as_millis()))),
         }
     }
