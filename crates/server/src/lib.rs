@@ -39,6 +39,7 @@ mod rotate;
 mod route;
 mod sasl;
 pub mod server;
+mod session;
 mod shared;
 mod slab;
 mod stats;
