@@ -46,6 +46,40 @@ impl fmt::Display for Protocol {
     }
 }
 
+/// Which kernel interface serves memcached connections (`--io-uring`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IoUring {
+    /// io_uring where the kernel and the sandbox allow it, epoll otherwise (said at start).
+    #[default]
+    Auto,
+    /// io_uring, or refuse to start.
+    On,
+    /// epoll (tokio), as before io_uring.
+    Off,
+}
+
+impl IoUring {
+    /// Parse `on`, `off` or `auto`.
+    pub fn parse(v: &str) -> Result<IoUring, String> {
+        match v {
+            "auto" => Ok(IoUring::Auto),
+            "on" => Ok(IoUring::On),
+            "off" => Ok(IoUring::Off),
+            other => Err(format!("--io-uring must be on, off or auto, not '{other}'")),
+        }
+    }
+}
+
+impl fmt::Display for IoUring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoUring::Auto => "auto",
+            IoUring::On => "on",
+            IoUring::Off => "off",
+        })
+    }
+}
+
 /// Everything the server was started with.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -121,6 +155,8 @@ pub struct Config {
     pub metrics_listen: Option<String>,
     /// `-Z` and `-o ssl_*`: TLS on the memcached TCP listeners.
     pub tls: tls::TlsConfig,
+    /// `--io-uring`: io_uring or epoll for memcached connections.
+    pub io_uring: IoUring,
 }
 
 impl Default for Config {
@@ -162,6 +198,7 @@ impl Default for Config {
             daemonize: false,
             metrics_listen: None,
             tls: Default::default(),
+            io_uring: IoUring::Auto,
         }
     }
 }
@@ -427,6 +464,7 @@ impl Config {
                     let flag = flag.to_string();
                     c.mysql.set(&flag, &val(&mut p)?)?;
                 }
+                Long("io-uring") => c.io_uring = IoUring::parse(&val(&mut p)?)?,
                 Short('d') | Long("daemon") => c.daemonize = true,
                 Short('S') | Long("enable-sasl") => c.sasl = true,
                 Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),
@@ -545,6 +583,11 @@ Configuration file (sqlcached):
                           extended = { idle_timeout = 30 }); flags given here override it
 --check-config            check the settings and what they point at (containers, MySQL
                           backend, data directory), print what was checked, and exit
+I/O (sqlcached):
+--io-uring=<on|off|auto>  memcached connections (TCP, unix socket) on io_uring: multishot
+                          receive into provided buffers, one submission per loop turn
+                          (default: auto, io_uring where the kernel and sandbox allow it,
+                          epoll otherwise, said at start); TLS connections stay on epoll
 Metrics (sqlcached):
 --metrics-listen=<addr>   serve GET /metrics (OpenMetrics, for Prometheus) on host:port
 Logs (sqlcached):

@@ -48,4 +48,5 @@ mod timing;
 mod tls;
 mod udp;
 pub mod unix;
+mod uring;
 mod workers;
