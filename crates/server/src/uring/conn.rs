@@ -269,6 +269,16 @@ impl UConn {
         Fate::Idle
     }
 
+    /// Request processing panicked on this connection: close it, dropping what it waits for
+    /// and its unsent replies (in-flight operations are cancelled and waited for first).
+    pub fn poison(&mut self, env: &Env<'_>, q: &mut impl Submit) -> Fate {
+        self.closing = Closing::Now;
+        self.wait = Wait::None;
+        self.job = None;
+        self.pend.clear();
+        self.drive(env, q)
+    }
+
     /// Waiting for the disk tier or a container's reply.
     fn busy(&self) -> bool {
         !matches!(self.wait, Wait::None) || self.job.is_some()

@@ -206,34 +206,31 @@ impl<'a> Worker<'a> {
                 let bid = cqueue::buffer_select(cqe.flags());
                 let more = cqueue::more(cqe.flags());
                 let env = self.c.env(now);
-                let conn = match self.slots.get_mut(slot as usize) {
-                    Some(Slot { gen: g, conn: Some((c, _)) }) if *g == gen => Some(c),
-                    _ => None,
-                };
-                let (mut data_fate, mut end_fate) = (Fate::Idle, Fate::Idle);
-                if let Some(c) = conn {
+                let bufs = &self.bufs;
+                let fate = event(&mut self.slots, &env, q, slot, gen, |c, env, q| {
+                    let mut fate = Fate::Idle;
                     if let (true, Some(bid)) = (res > 0, bid) {
-                        data_fate = c.on_data(&env, q, self.bufs.data(bid, res as usize));
+                        fate = c.on_data(env, q, bufs.data(bid, res as usize));
                     }
                     if !more {
                         // Ended: by the client (0), an error, no provided buffer left, a
                         // cancellation, or after these bytes (armed again if still wanted).
-                        end_fate = c.on_recv_end(&env, q, res);
+                        let end = c.on_recv_end(env, q, res);
+                        if end != Fate::Idle {
+                            fate = end;
+                        }
                     }
-                }
+                    fate
+                });
                 if let Some(bid) = bid {
                     self.bufs.give(bid);
                 }
-                self.after(slot, gen, data_fate);
-                self.after(slot, gen, end_fate);
+                self.after(slot, gen, fate);
                 bid.is_some()
             }
             conn::SEND => {
                 let env = self.c.env(now);
-                let fate = match self.slots.get_mut(slot as usize) {
-                    Some(Slot { gen: g, conn: Some((c, _)) }) if *g == gen => c.on_send(&env, q, res),
-                    _ => Fate::Idle,
-                };
+                let fate = event(&mut self.slots, &env, q, slot, gen, |c, env, q| c.on_send(env, q, res));
                 self.after(slot, gen, fate);
                 false
             }
@@ -312,22 +309,15 @@ impl<'a> Worker<'a> {
 
     fn wake(&mut self, q: &mut Queue<'_>, now: u32, slot: u32, gen: u32) {
         let env = self.c.env(now);
-        let fate = match self.slots.get_mut(slot as usize) {
-            Some(Slot { gen: g, conn: Some((c, _)) }) if *g == gen => c.on_wake(&env, q),
-            _ => return,
-        };
+        let fate = event(&mut self.slots, &env, q, slot, gen, |c, env, q| c.on_wake(env, q));
         self.after(slot, gen, fate);
     }
 
     fn scan_idle(&mut self, q: &mut Queue<'_>, now: u32, idle: u32) {
         for slot in 0..self.slots.len() as u32 {
             let env = self.c.env(now);
-            let s = &mut self.slots[slot as usize];
-            let gen = s.gen;
-            let fate = match &mut s.conn {
-                Some((c, _)) => c.idle_check(&env, q, idle),
-                None => continue,
-            };
+            let gen = self.slots[slot as usize].gen;
+            let fate = event(&mut self.slots, &env, q, slot, gen, |c, env, q| c.idle_check(env, q, idle));
             self.after(slot, gen, fate);
         }
     }
@@ -351,5 +341,27 @@ impl<'a> Worker<'a> {
         let env = self.c.env(now);
         let c = UConn::new(fd, slot, gen, session, &env, q);
         self.slots[slot as usize].conn = Some((c, n.id));
+    }
+}
+
+/// Run `f` on the connection in `slot` if it is still generation `gen`. A panic in it (a bug
+/// in request processing) closes that connection only, as a panicking task does on epoll;
+/// the worker and its other connections go on.
+fn event(
+    slots: &mut [Slot],
+    env: &Env<'_>,
+    q: &mut Queue<'_>,
+    slot: u32,
+    gen: u32,
+    f: impl FnOnce(&mut UConn, &Env<'_>, &mut Queue<'_>) -> Fate,
+) -> Fate {
+    let Some(Slot { gen: g, conn: Some((c, _)) }) = slots.get_mut(slot as usize) else { return Fate::Idle };
+    if *g != gen {
+        return Fate::Idle;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(c, env, q))) {
+        Ok(fate) => fate,
+        // (The panic hook has logged it.)
+        Err(_) => c.poison(env, q),
     }
 }
