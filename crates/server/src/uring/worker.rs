@@ -153,6 +153,7 @@ impl<'a> Worker<'a> {
         let idle = self.shared.cfg.idle_timeout.min(u32::MAX as u64) as u32;
         let second = types::Timespec::new().sec(1);
         let timed = types::SubmitArgs::new().timespec(&second);
+        let mut failing = false;
         loop {
             q.sq.sync();
             let sleep = self.again.is_empty() && !self.bell.has_woken();
@@ -168,10 +169,18 @@ impl<'a> Worker<'a> {
                 match e.raw_os_error() {
                     Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
                     _ => {
-                        log::error!("io_uring_enter: {e}; this worker's connections stop being served");
-                        return;
+                        // Not expected (ENOMEM at worst): said once, retried; its connections
+                        // wait meanwhile.
+                        if !failing {
+                            log::error!("io_uring_enter: {e}; retrying every 10 ms");
+                            failing = true;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(10));
                     }
                 }
+            } else if failing {
+                log::info!("io_uring_enter works again");
+                failing = false;
             }
             q.sq.sync();
             cq.sync();
