@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kernel's floor of CPU per request on this machine (issue 11, item 2): memcached and
-# sqlcached beside `bench/floor`, a cache-less get/set server over epoll, io_uring (one Recv per
+# sqlcached (on io_uring and on epoll) beside `bench/floor`, a cache-less get/set server over epoll, io_uring (one Recv per
 # read, sends batched per loop turn) and io_uring multishot receive from provided buffers. What
 # the floor servers spend is (almost) all kernel: no real server can go below them with the
 # same I/O style, so they bound what an io_uring front end could gain.
@@ -8,7 +8,7 @@
 #   bench/floor.sh                          # 3 reps of get-only and 90/10, 8 s per server
 #   REPS=5 DURATION=10 SET_RATIOS="0.1" bench/floor.sh
 #
-# All five servers are up at once with one worker thread each (-t 1; the floor servers have
+# All six servers are up at once with one worker thread each (-t 1; the floor servers have
 # one), pinned to SERVER_CPUS; one loadgen on LOADGEN_CPUS alternates between them every
 # second (INTERLEAVE=slice of run.sh), 50 connections each, 100k preloaded keys of 32 bytes.
 # Reported per rep and as median (min-max) ratios to memcached: ops/s and server CPU per op.
@@ -32,61 +32,28 @@ done
 check_reps
 pin_setup split
 build_binaries
-FLOOR="$HERE/floor/target/release/floor"
-if [[ "$BUILD" == 1 ]]; then
-  log "building bench/floor"
-  cargo build --release --quiet --manifest-path "$HERE/floor/Cargo.toml"
-fi
-[[ -x "$FLOOR" ]] || die "$FLOOR missing (run without --no-build)"
+build_floor
 snapshot_sqlcached floor
-trap 'cleanup; stop_pids "${FLOOR_PIDS[@]:-}"' EXIT
-FLOOR_PIDS=()
-declare -A FLOOR_PID=()
+trap 'cleanup' EXIT
 
-NAMES=(memcached sqlcached epoll uring uring-multi)
+NAMES=(memcached sqlcached-uring sqlcached-epoll floor-epoll floor-uring floor-uring-multi)
+SRV_EXTRA[sqlcached-uring]="--io-uring on"
+SRV_EXTRA[sqlcached-epoll]="--io-uring off"
 TS=$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RESULTS_DIR"
 RAW="$RESULTS_DIR/floor-$TS.tsv"
 OUT="$RESULTS_DIR/floor-$TS.md"
 printf 'rep\tset_ratio\tserver\tops_s\tsrv_cpu_us_per_op\tp99_us\n' >"$RAW"
 
-# start_floor NAME MODE: a floor server on a free port, waited for (3 tries: a port found free
-# may be taken meanwhile, e.g. as the local port of a connection).
-start_floor() {
-  local port pid
-  for _ in 1 2 3; do
-    port=$(pick_port)
-    "${SRV_PIN[@]}" "$FLOOR" "$2" "$port" >"$WORK/$1.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 1 100); do
-      if port_open "$port"; then
-        SRV_PORT[$1]=$port
-        FLOOR_PID[$1]=$pid
-        FLOOR_PIDS+=("$pid")
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    cat "$WORK/$1.log" >&2
-    stop_pids "$pid"
-  done
-  die "$1 did not start"
-}
-
 for rep in $(seq 1 "$REPS"); do
   for ratio in $SET_RATIOS; do
-    start_server memcached "$SERVER_MEM" || die "memcached did not start"
-    start_server sqlcached "$SERVER_MEM" || die "sqlcached did not start"
-    start_floor epoll epoll
-    start_floor uring uring
-    start_floor uring-multi uring-multi
+    for n in "${NAMES[@]}"; do start_server "$n" "$SERVER_MEM" || die "$n did not start"; done
     addrs=() pids=()
     for n in "${NAMES[@]}"; do
       lg 120 load --addr "127.0.0.1:${SRV_PORT[$n]}" --keys "$KEYS" --value-size "$VALUE_SIZE" --conns 4 --depth 32 \
         >/dev/null || die "preloading $n failed"
       addrs+=("127.0.0.1:${SRV_PORT[$n]}")
-      pids+=("${SRV_PID[$n]:-${FLOOR_PID[$n]:-}}")
+      pids+=("${SRV_PID[$n]}")
     done
     log "rep $rep, set ratio $ratio: ${#NAMES[@]} servers x ${DURATION} s"
     res=$(lg $((DURATION * 6 + 120)) run --addr "$(IFS=,; echo "${addrs[*]}")" --server-pid "$(IFS=,; echo "${pids[*]}")" \
@@ -99,8 +66,6 @@ for rep in $(seq 1 "$REPS"); do
         printf "%s\t%s\t%s\t%.0f\t%.2f\t%.1f\n", rep, ratio, n[v["server"] + 1], v["ops_s"], v["srv_cpu_s"] / v["ops"] * 1e6, v["p99_us"] }' \
       >>"$RAW"
     stop_all
-    stop_pids "${FLOOR_PIDS[@]}"
-    FLOOR_PIDS=()
   done
 done
 
@@ -116,7 +81,7 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 by = {}
 for r in rows:
     by.setdefault((r["set_ratio"], r["rep"]), {})[r["server"]] = r
-order = ["memcached", "sqlcached", "epoll", "uring", "uring-multi"]
+order = ["memcached", "sqlcached-uring", "sqlcached-epoll", "floor-epoll", "floor-uring", "floor-uring-multi"]
 for ratio in dict.fromkeys(r["set_ratio"] for r in rows):
     for s in order:
         ops, cpu, ro, rc = [], [], [], []

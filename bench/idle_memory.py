@@ -6,7 +6,7 @@ same run), and sqlcached's MySQL proxy (a client connection and its backend conn
     python3 bench/idle_memory.py --counts "1000 10000 50000" --proxy-counts "1000 5000"  # needs the fds
     python3 bench/idle_memory.py --counts "1000 10000" --reps 1 --no-proxy
 
-Per server and count: start it (-t 2, -c above the count), open 50 warm-up connections that
+Per server and count (sqlcached on io_uring and on epoll, memcached): start it (-t 2, -c above the count), open 50 warm-up connections that
 each do one `version`, note VmRSS, open N more that each do one `version` and stay open
 (clients bind 127.0.0.1..127.0.0.K so more than one source port range is available), wait
 1 s, note VmRSS again: (after - before) / N is the KiB per idle connection. Then one of the
@@ -175,7 +175,10 @@ def main():
     print("| server | idle connections | KiB per connection (min-max) | after one 1 MiB round trip |")
     print("|---|---|---|---|")
     for n in counts:
-        for name, binary, extra in (("sqlcached", SQLCACHED, []), ("memcached", "/usr/bin/memcached", ["-u", "root"])):
+        servers = (("sqlcached-uring", SQLCACHED, ["--io-uring", "on"]),
+                   ("sqlcached-epoll", SQLCACHED, ["--io-uring", "off"]),
+                   ("memcached", "/usr/bin/memcached", ["-u", "root"]))
+        for name, binary, extra in servers:
             got = []
             for _ in range(opt.reps):
                 port = free_port()

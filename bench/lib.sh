@@ -4,7 +4,8 @@
 # and start/stop of servers on free loopback ports. Source it right after HERE and ROOT are set.
 # Expects (when the functions run): MEMCACHED_BIN SQLCACHED_BIN SERVER_THREADS EXTRA_ARGS SRV_PIN[]
 # LG_PIN[] LOADGEN WORK, log(), die(), and usage() for common_flag.
-# Servers are named "memcached…" (runs MEMCACHED_BIN) or anything else (runs SQLCACHED_BIN);
+# Servers are named "memcached…" (runs MEMCACHED_BIN), "floor-MODE" (runs bench/floor MODE: epoll,
+# uring or uring-multi; FLOOR_BIN) or anything else (runs SQLCACHED_BIN);
 # SRV_PID[name] and SRV_PORT[name] describe the running ones; SRV_EXTRA[name] adds flags for
 # that server only (persist.sh: "--data-dir DIR --durability sync"). launch_server sets SRV_T0
 # (unix ns, taken just before the exec).
@@ -83,6 +84,16 @@ pin_setup() {
 }
 
 LOADGEN="$HERE/loadgen/target/release/loadgen"
+FLOOR_BIN="$HERE/floor/target/release/floor"
+
+# build_floor: with BUILD=1 build bench/floor (the cache-less floor servers); then check it exists.
+build_floor() {
+  if [[ "$BUILD" == 1 ]]; then
+    log "building bench/floor"
+    cargo build --release --quiet --manifest-path "$HERE/floor/Cargo.toml"
+  fi
+  [[ -x "$FLOOR_BIN" ]] || die "$FLOOR_BIN missing (run without --no-build)"
+}
 
 # build_binaries: with BUILD=1 build bench/loadgen; SQLCACHED_BIN unset means
 # target/release/sqlcached (built too with BUILD=1); then check that all binaries exist.
@@ -176,6 +187,14 @@ start_server() {
 # for the port); SRV_T0 = unix ns just before the exec.
 launch_server() {
   local name="$1" mem="$2" port="$3" bin args
+  if [[ "$name" == floor-* ]]; then
+    # The floor server: one thread, 127.0.0.1 only, no flags.
+    SRV_T0=$(date +%s%N)
+    "${SRV_PIN[@]}" "$FLOOR_BIN" "${name#floor-}" "$port" >"$WORK/$name.log" 2>&1 &
+    SRV_PID[$name]=$!
+    SRV_PORT[$name]=$port
+    return
+  fi
   if [[ "$name" == memcached* ]]; then bin="$MEMCACHED_BIN"; else bin="$SQLCACHED_BIN"; fi
   args=(-l 127.0.0.1 -p "$port" -U 0 -m "$mem" -t "$SERVER_THREADS")
   if is_memcached "$bin" && [[ "$(id -u)" == 0 ]]; then args+=(-u nobody); fi

@@ -4,7 +4,8 @@
 #   - strace -c -f (a separate, slowed-down run): syscalls per op, by syscall
 #   - with --record: perf record + the top symbols
 #
-#   bench/profile.sh                          # case b (get only), both servers
+#   bench/profile.sh                          # case b (get only): memcached, sqlcached on
+#                                             # io_uring (sqlcached-uring) and on epoll
 #   bench/profile.sh --case a --record
 #   SQLCACHED_BIN=/usr/bin/memcached bench/profile.sh --servers sqlcached
 #
@@ -18,7 +19,10 @@ source "$HERE/lib.sh"
 
 common_defaults
 CASE="${CASE:-b}"
-SERVERS="${SERVERS:-memcached sqlcached}"
+SERVERS="${SERVERS:-memcached sqlcached-uring sqlcached-epoll}"
+# sqlcached's two I/O front ends (any other name not starting with memcached: the default, auto).
+SRV_EXTRA[sqlcached-uring]="--io-uring on"
+SRV_EXTRA[sqlcached-epoll]="--io-uring off"
 DURATION="${DURATION:-4}"
 RECORD="${RECORD:-0}"
 VALUE_SIZE="${VALUE_SIZE:-32}"

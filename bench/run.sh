@@ -6,11 +6,16 @@
 #   DURATION=5 REPS=1 CASES="b e" bench/run.sh    # env works too (flags win)
 #   SQLCACHED_BIN=/usr/bin/memcached bench/run.sh # memcached vs memcached (calibration)
 #   bench/run.sh --tls --cases b                  # over TLS: both servers -Z, loadgen --tls-ca
+#   bench/run.sh --cases "a b" --floor            # + the cache-less floor servers (bench/floor)
+#
+# sqlcached runs once per I/O front end (FRONTENDS="uring epoll": servers sqlcached-uring with
+# --io-uring on and sqlcached-epoll with --io-uring off; "auto": one server, sqlcached, on the
+# server's own choice), each beside memcached in the same run, with ratios to memcached.
 #
 # Cases: a 90/10 get/set | b get only | c 10-key multiget | d pipelined gets (16 in flight)
 #        e capacity with -m 64 (100-byte values) | m memcaslap 90/10 cross-check (not default)
-# Cases a-d: both servers fresh and preloaded, one load generator alternating between them
-# every SLICE s; e, m: one server after the other. Order alternates per repetition; the table
+# Cases a-d: all servers fresh and preloaded, one load generator alternating between them
+# every SLICE s; e, m: one server after the other (memcached and sqlcached's first front end). Order alternates per repetition; the table
 # shows medians. Traffic goes only to 127.0.0.1. See bench/README.md for the columns.
 set -euo pipefail
 
@@ -45,6 +50,9 @@ Flags (each also settable by the env var in capitals):
   --no-build            do not run cargo build                  [BUILD=$BUILD]
   --tls                 cases a-d over TLS: openssl-made certificates, both servers -Z
                         (ssl_chain_cert, ssl_key), every loadgen connection TLS  [TLS=$TLS]
+  --frontends LIST      sqlcached's I/O front ends: uring, epoll, auto [FRONTENDS="$FRONTENDS"]
+  --floor               cases a-d: also the floor servers floor-epoll and floor-uring-multi
+                        (bench/floor: no cache, one thread; the kernel's share)  [FLOOR=$FLOOR]
   Binaries: SQLCACHED_BIN (default target/release/sqlcached, built with cargo if unset),
             MEMCACHED_BIN (default /usr/bin/memcached).  EXTRA_ARGS: flags added for both servers.
 EOF
@@ -63,6 +71,8 @@ CAP_MEM="${CAP_MEM:-64}"
 CAP_VALUE="${CAP_VALUE:-100}"
 CAP_MAX_KEYS="${CAP_MAX_KEYS:-3000000}"
 TLS="${TLS:-0}"
+FRONTENDS="${FRONTENDS:-uring epoll}"
+FLOOR="${FLOOR:-0}"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -75,10 +85,13 @@ while [[ $# -gt 0 ]]; do
     --cap-value-size) CAP_VALUE="$2"; shift 2 ;;
     --cap-max-keys) CAP_MAX_KEYS="$2"; shift 2 ;;
     --tls) TLS=1; shift ;;
+    --frontends) FRONTENDS="$2"; shift 2 ;;
+    --floor) FLOOR=1; shift ;;
     *) common_flag "$@" || { echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2; }; shift "$FLAG_SHIFT" ;;
   esac
 done
 CASES="${CASES//,/ }"
+FRONTENDS="${FRONTENDS//,/ }"
 
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 die() { echo "run.sh: $*" >&2; exit 1; }
@@ -88,6 +101,9 @@ awk -v d="$DURATION" -v w="$WARMUP" 'BEGIN { exit !(d > 0 && d <= 600 && w >= 0 
   || die "DURATION must be in (0, 600] and WARMUP in [0, 60]"
 check_reps
 for c in $CASES; do [[ "$c" =~ ^[abcdem]$ ]] || die "unknown case '$c' (a b c d e m)"; done
+for f in $FRONTENDS; do [[ "$f" =~ ^(uring|epoll|auto)$ ]] || die "unknown front end '$f' (uring epoll auto)"; done
+[[ -n "${FRONTENDS// /}" ]] || die "FRONTENDS is empty"
+[[ "$TLS" == 1 && "$FLOOR" == 1 ]] && die "--tls and --floor: the floor servers speak no TLS"
 
 [[ "$INTERLEAVE" == slice || "$INTERLEAVE" == sequential ]] || die "INTERLEAVE must be slice or sequential"
 awk -v s="$SLICE" 'BEGIN { exit !(s >= 0.1 && s <= 60) }' || die "SLICE must be in [0.1, 60]"
@@ -96,10 +112,27 @@ pin_setup "$PIN"
 # ---------------------------------------------------------------------------------------------
 # build
 build_binaries
+if [[ "$FLOOR" == 1 ]]; then build_floor; fi
 if [[ " $CASES " == *" m "* ]]; then command -v memcaslap >/dev/null || die "case m needs memcaslap (libmemcached-tools)"; fi
 
 # Run a snapshot of the binary, so that a rebuild during the run cannot mix two versions.
 snapshot_sqlcached bench
+
+# The servers: memcached, sqlcached once per front end, the floor servers (cases a-d).
+SQ_NAMES=()
+if is_memcached "$SQLCACHED_BIN"; then
+  SQ_NAMES=(sqlcached) # calibration: memcached against itself, no --io-uring
+else
+  for f in $FRONTENDS; do
+    case "$f" in
+      uring) SQ_NAMES+=(sqlcached-uring); SRV_EXTRA[sqlcached-uring]="--io-uring on" ;;
+      epoll) SQ_NAMES+=(sqlcached-epoll); SRV_EXTRA[sqlcached-epoll]="--io-uring off" ;;
+      auto) SQ_NAMES+=(sqlcached) ;;
+    esac
+  done
+fi
+PERF_NAMES=(memcached "${SQ_NAMES[@]}")
+if [[ "$FLOOR" == 1 ]]; then PERF_NAMES+=(floor-epoll floor-uring-multi); fi
 
 # --tls: a CA and a server certificate for 127.0.0.1, readable by memcached's -u nobody.
 LG_TLS=()
@@ -227,7 +260,12 @@ log "cases: $CASES; $REPS reps; ${DURATION}s (+${WARMUP}s warmup) per case per s
 log "memcached: $MEMCACHED_BIN; sqlcached: $SQLCACHED_SRC (sha256 $SQLCACHED_SUM, built $SQLCACHED_MTIME)"
 START=$(date +%s)
 for rep in $(seq 1 "$REPS"); do
-  if (( rep % 2 == 1 )); then order=(memcached sqlcached); else order=(sqlcached memcached); fi
+  # The order alternates per repetition (first, then last, server first).
+  order=("${PERF_NAMES[@]}") two=(memcached "${SQ_NAMES[0]}")
+  if (( rep % 2 == 0 )); then
+    for ((i = 0; i < ${#PERF_NAMES[@]}; i++)); do order[i]=${PERF_NAMES[${#PERF_NAMES[@]} - 1 - i]}; done
+    two=("${SQ_NAMES[0]}" memcached)
+  fi
   for c in $CASES; do
     case "$c" in
       a|b|c|d)
@@ -236,8 +274,8 @@ for rep in $(seq 1 "$REPS"); do
         else
           for name in "${order[@]}"; do measure_perf "$c" "$rep" "$name"; done
         fi ;;
-      e) for name in "${order[@]}"; do measure_capacity "$rep" "$name"; done ;;
-      m) for name in "${order[@]}"; do measure_memcaslap "$rep" "$name"; done ;;
+      e) for name in "${two[@]}"; do measure_capacity "$rep" "$name"; done ;;
+      m) for name in "${two[@]}"; do measure_memcaslap "$rep" "$name"; done ;;
     esac
   done
 done
@@ -250,7 +288,8 @@ git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
   echo "# sqlcached vs memcached — $STAMP"
   echo
   echo "- servers: memcached \`$MEMCACHED_BIN\` (${mc_ver:-?}); sqlcached \`$SQLCACHED_SRC\` (${sq_ver:-?}, sha256 $SQLCACHED_SUM…, built $SQLCACHED_MTIME); git $git_rev"
-  echo "- both started with \`-l 127.0.0.1 -U 0 -t $SERVER_THREADS -m $SERVER_MEM\` (case e: \`-m $CAP_MEM\`)${EXTRA_ARGS:+ plus \`$EXTRA_ARGS\`}, fresh per measurement"
+  echo "- servers started with \`-l 127.0.0.1 -U 0 -t $SERVER_THREADS -m $SERVER_MEM\` (case e: \`-m $CAP_MEM\`)${EXTRA_ARGS:+ plus \`$EXTRA_ARGS\`}, fresh per measurement; sqlcached-uring adds \`--io-uring on\`, sqlcached-epoll \`--io-uring off\`"
+  if [[ "$FLOOR" == 1 ]]; then echo "- floor-epoll, floor-uring-multi: bench/floor (no cache, one thread; epoll, io_uring multishot): the kernel's floor of CPU per request, cases a-d"; fi
   if [[ "$TLS" == 1 ]]; then echo "- over TLS (-Z, ECDSA P-256 certificate; loadgen: rustls client, TLS 1.3)"; fi
   echo "- load: bench/loadgen (closed loop, text protocol), $CONNS connections, $KEYS keys (preloaded), ${VALUE_SIZE}-byte values, $LOADGEN_THREADS loadgen thread(s)"
   if [[ "$PIN" == split ]]; then
@@ -259,7 +298,7 @@ git_rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo "no commit")
     echo "- CPU pinning: none; machine has $(nproc) CPUs"
   fi
   if [[ "$INTERLEAVE" == slice ]]; then
-    echo "- cases a-d: both servers running, the load generator alternating between them every ${SLICE}s; per server ${WARMUP}s warmup + ${DURATION}s measured; $REPS repetitions (first server alternating); medians shown; run took ${ELAPSED}s"
+    echo "- cases a-d: all servers running, the load generator alternating between them every ${SLICE}s; per server ${WARMUP}s warmup + ${DURATION}s measured; $REPS repetitions (first server alternating); medians shown; run took ${ELAPSED}s"
   else
     echo "- ${DURATION}s measured after ${WARMUP}s warmup, one server after the other, $REPS repetitions per case and server, order alternating; medians shown; run took ${ELAPSED}s"
   fi

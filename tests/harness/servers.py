@@ -16,6 +16,15 @@ def sqlcached_bin() -> str:
     return os.environ.get("SQLCACHED_BIN", str(ROOT / "target" / "release" / "sqlcached"))
 
 
+def io_uring_args() -> list:
+    """`--io-uring MODE` when SQLCACHED_IO_URING is set (on, off or auto): tests/run.sh runs the
+    memcached-facing suites once per I/O front end; empty otherwise (the server's default)."""
+    mode = os.environ.get("SQLCACHED_IO_URING")
+    if not mode or os.path.basename(sqlcached_bin()).startswith("memcached"):
+        return []
+    return ["--io-uring", mode]
+
+
 def memcached_bin() -> str:
     """Path of Debian's memcached 1.6.18 binary."""
     return os.environ.get("MEMCACHED_BIN", shutil.which("memcached") or "/usr/bin/memcached")
@@ -205,7 +214,7 @@ def sqlcached_argv(port: int, *args: str) -> list:
     """Command line for sqlcached. When SQLCACHED_BIN points at a memcached binary (to
     validate the tests memcached-vs-memcached) it gets memcached's -U 0 / -u root too."""
     binary = sqlcached_bin()
-    extra = []
+    extra = io_uring_args()
     if os.path.basename(binary).startswith("memcached"):
         extra = ([] if "-U" in args else ["-U", "0"]) + _root_flags(binary, args)
     return [binary, "-l", "127.0.0.1", "-p", str(port), *extra, *args]

@@ -93,7 +93,17 @@ pub(crate) fn cmd_report(a: &Args) {
         }
         runs.entry(f[0].into()).or_default().entry(f[1].into()).or_default().push(kv);
     }
-    let servers = ["memcached", "sqlcached"];
+    // Servers in the order they first appear (run.sh: memcached first, then sqlcached's front
+    // ends, then the floor servers); ratios are to memcached.
+    let mut servers: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some(s) = line.splitn(4, '\t').nth(1) {
+            if !servers.iter().any(|x| x == s) {
+                servers.push(s.to_string());
+            }
+        }
+    }
+    servers.sort_by_key(|s| s != "memcached");
     let med = |rs: &Vec<BTreeMap<String, String>>, k: &str| -> f64 {
         let mut v: Vec<f64> = rs.iter().filter_map(|r| r.get(k)?.parse().ok()).collect();
         median(&mut v)
@@ -109,6 +119,16 @@ pub(crate) fn cmd_report(a: &Args) {
             None => n.to_string(),
         }
     };
+    // A run's value of `k`; "cpu_op" is server CPU µs per op.
+    let metric = |r: &BTreeMap<String, String>, k: &str| -> Option<f64> {
+        if k == "cpu_op" {
+            let cpu: f64 = r.get("srv_cpu_s")?.parse().ok()?;
+            let ops: f64 = r.get("ops")?.parse().ok()?;
+            (ops > 0.0).then(|| cpu * 1e6 / ops)
+        } else {
+            r.get(k)?.parse().ok()
+        }
+    };
 
     let perf_cases: Vec<&String> = order.iter().filter(|c| c.as_str() != "e").collect();
     if !perf_cases.is_empty() {
@@ -117,7 +137,7 @@ pub(crate) fn cmd_report(a: &Args) {
         for c in perf_cases {
             let by = &runs[c];
             let mut vals = BTreeMap::new();
-            for s in servers {
+            for s in servers.iter().filter(|s| by.contains_key(*s)) {
                 let rs = by.get(s).unwrap_or(&empty);
                 let ops = med(rs, "ops_s");
                 let (lo, hi) = minmax(rs, "ops_s");
@@ -128,14 +148,7 @@ pub(crate) fn cmd_report(a: &Args) {
                 let hits: f64 = rs.iter().filter_map(|r| r.get("hits")?.parse::<f64>().ok()).sum();
                 let errs: f64 = rs.iter().filter_map(|r| r.get("errors")?.parse::<f64>().ok()).sum::<f64>()
                     + rs.iter().filter_map(|r| r.get("bad")?.parse::<f64>().ok()).sum::<f64>();
-                let mut cpu_op: Vec<f64> = rs
-                    .iter()
-                    .filter_map(|r| {
-                        let cpu: f64 = r.get("srv_cpu_s")?.parse().ok()?;
-                        let ops: f64 = r.get("ops")?.parse().ok()?;
-                        (ops > 0.0).then(|| cpu * 1e6 / ops)
-                    })
-                    .collect();
+                let mut cpu_op: Vec<f64> = rs.iter().filter_map(|r| metric(r, "cpu_op")).collect();
                 let cpu_op = median(&mut cpu_op);
                 let mut lg: Vec<f64> = rs
                     .iter()
@@ -163,60 +176,54 @@ pub(crate) fn cmd_report(a: &Args) {
                     fmt_f(lg, 0),
                     runs_col(c, s, rs.len())
                 );
-                vals.insert(s, (ops, p50, p99, p999, cpu_op));
+                vals.insert(s.as_str(), (ops, p50, p99, p999, cpu_op));
             }
-            let (mo, m50, m99, m999, mc) = vals["memcached"];
-            let (so, s50, s99, s999, sc) = vals["sqlcached"];
-            // Ratios: the median over repetitions of sqlcached/memcached within one repetition (the
-            // two ran interleaved, so they shared the machine's noise); the ratio of the medians
-            // when there are no pairs.
-            let metric = |r: &BTreeMap<String, String>, k: &str| -> Option<f64> {
-                if k == "cpu_op" {
-                    let cpu: f64 = r.get("srv_cpu_s")?.parse().ok()?;
-                    let ops: f64 = r.get("ops")?.parse().ok()?;
-                    (ops > 0.0).then(|| cpu * 1e6 / ops)
+            let Some(&(mo, m50, m99, m999, mc)) = vals.get("memcached") else { continue };
+            for s in servers.iter().filter(|s| *s != "memcached" && vals.contains_key(s.as_str())) {
+                let (so, s50, s99, s999, sc) = vals[s.as_str()];
+                // Ratios: the median over repetitions of server/memcached within one repetition
+                // (the servers of a repetition ran interleaved, so they shared the machine's
+                // noise); the ratio of the medians when there are no pairs.
+                let pairs = |k: &str| -> Vec<f64> {
+                    by.get(s)
+                        .unwrap_or(&empty)
+                        .iter()
+                        .filter_map(|r| {
+                            let sv = metric(r, k)?;
+                            let m = by.get("memcached")?.iter().find(|m| m.get("rep") == r.get("rep"))?;
+                            let mv = metric(m, k)?;
+                            (mv > 0.0 && sv.is_finite()).then(|| sv / mv)
+                        })
+                        .collect()
+                };
+                let pratio = |k: &str, sv: f64, mv: f64| -> String {
+                    let mut p = pairs(k);
+                    if p.is_empty() {
+                        ratio(sv, mv)
+                    } else {
+                        format!("**{:.2}**", median(&mut p))
+                    }
+                };
+                let mut paired = pairs("ops_s");
+                paired.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                let spread = if paired.is_empty() {
+                    String::new()
                 } else {
-                    r.get(k)?.parse().ok()
-                }
-            };
-            let pairs = |k: &str| -> Vec<f64> {
-                by.get("sqlcached")
-                    .unwrap_or(&empty)
-                    .iter()
-                    .filter_map(|r| {
-                        let sv = metric(r, k)?;
-                        let m = by.get("memcached")?.iter().find(|m| m.get("rep") == r.get("rep"))?;
-                        let mv = metric(m, k)?;
-                        (mv > 0.0 && sv.is_finite()).then(|| sv / mv)
-                    })
-                    .collect()
-            };
-            let pratio = |k: &str, s: f64, m: f64| -> String {
-                let mut p = pairs(k);
-                if p.is_empty() {
-                    ratio(s, m)
-                } else {
-                    format!("**{:.2}**", median(&mut p))
-                }
-            };
-            let mut paired = pairs("ops_s");
-            paired.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            let spread = if paired.is_empty() {
-                String::new()
-            } else {
-                let list: Vec<String> = paired.iter().map(|r| format!("{r:.2}")).collect();
-                format!("per rep: {}", list.join(" · "))
-            };
-            println!(
-                "| {} | ratio sqlcached/memcached | {} | {} | {} | {} | {} | | | {} | | |",
-                case_title(c),
-                pratio("ops_s", so, mo),
-                spread,
-                pratio("p50_us", s50, m50),
-                pratio("p99_us", s99, m99),
-                pratio("p999_us", s999, m999),
-                pratio("cpu_op", sc, mc)
-            );
+                    let list: Vec<String> = paired.iter().map(|r| format!("{r:.2}")).collect();
+                    format!("per rep: {}", list.join(" · "))
+                };
+                println!(
+                    "| {} | ratio {}/memcached | {} | {} | {} | {} | {} | | | {} | | |",
+                    case_title(c),
+                    s,
+                    pratio("ops_s", so, mo),
+                    spread,
+                    pratio("p50_us", s50, m50),
+                    pratio("p99_us", s99, m99),
+                    pratio("p999_us", s999, m999),
+                    pratio("cpu_op", sc, mc)
+                );
+            }
         }
         println!();
     }
@@ -228,7 +235,7 @@ pub(crate) fn cmd_report(a: &Args) {
         println!("| server | items held (scan hits, median) | curr_items | items when evictions began | keys written | evictions | failed sets | RSS MiB | runs |");
         println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         let mut held = BTreeMap::new();
-        for s in servers {
+        for s in servers.iter().filter(|s| by.contains_key(*s)) {
             let rs = by.get(s).unwrap_or(&empty);
             let h = med(rs, "scan_hits");
             println!(
@@ -258,13 +265,13 @@ pub(crate) fn cmd_report(a: &Args) {
                 fmt_f(med(rs, "rss_kb") / 1024.0, 1),
                 runs_col("e", s, rs.len())
             );
-            held.insert(s, (h, med(rs, "rss_kb")));
+            held.insert(s.as_str(), (h, med(rs, "rss_kb")));
         }
-        println!(
-            "| ratio sqlcached/memcached | {} | | | | | | {} | |",
-            ratio(held["sqlcached"].0, held["memcached"].0),
-            ratio(held["sqlcached"].1, held["memcached"].1)
-        );
+        if let Some(&(mh, mr)) = held.get("memcached") {
+            for (s, &(h, r)) in held.iter().filter(|(s, _)| **s != "memcached") {
+                println!("| ratio {s}/memcached | {} | | | | | | {} | |", ratio(h, mh), ratio(r, mr));
+            }
+        }
         println!();
     }
     if !failures.is_empty() {

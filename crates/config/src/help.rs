@@ -117,10 +117,20 @@ const CONFIG_FILE: Section = Section {
         ),
         Opt(
             "--check-config",
-            "check the settings and what they point at (containers, MySQL backend, data directory), \
-             print what was checked, and exit",
+            "check the settings and what they point at (containers, MySQL and PostgreSQL backends, data \
+             directory, io_uring), print what was checked, and exit",
         ),
     ],
+};
+
+const IO: Section = Section {
+    title: "I/O",
+    options: &[Opt(
+        "--io-uring=<on|off|auto>",
+        "memcached connections (TCP, unix socket) on io_uring: multishot receive into provided buffers, \
+         one submission per loop turn (default: auto, io_uring where the kernel and sandbox allow it, \
+         epoll otherwise, said at start); TLS connections stay on epoll",
+    )],
 };
 
 const METRICS: Section = Section {
@@ -161,10 +171,11 @@ const EXAMPLES: &[(&str, &str)] = &[
 ];
 
 /// Every group, in `--help` order.
-fn sections() -> [&'static Section; 9] {
+fn sections() -> [&'static Section; 10] {
     [
         &MEMCACHED,
         &CONFIG_FILE,
+        &IO,
         &METRICS,
         &LOGS,
         &crate::persistence::HELP,

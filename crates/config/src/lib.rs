@@ -49,6 +49,40 @@ impl fmt::Display for Protocol {
     }
 }
 
+/// Which kernel interface serves memcached connections (`--io-uring`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IoUring {
+    /// io_uring where the kernel and the sandbox allow it, epoll otherwise (said at start).
+    #[default]
+    Auto,
+    /// io_uring, or refuse to start.
+    On,
+    /// epoll (tokio), as before io_uring.
+    Off,
+}
+
+impl IoUring {
+    /// Parse `on`, `off` or `auto`.
+    pub fn parse(v: &str) -> Result<IoUring, String> {
+        match v {
+            "auto" => Ok(IoUring::Auto),
+            "on" => Ok(IoUring::On),
+            "off" => Ok(IoUring::Off),
+            other => Err(format!("--io-uring must be on, off or auto, not '{other}'")),
+        }
+    }
+}
+
+impl fmt::Display for IoUring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoUring::Auto => "auto",
+            IoUring::On => "on",
+            IoUring::Off => "off",
+        })
+    }
+}
+
 /// Everything the server was started with.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -126,6 +160,8 @@ pub struct Config {
     pub metrics_listen: Option<String>,
     /// `-Z` and `-o ssl_*`: TLS on the memcached TCP listeners.
     pub tls: tls::TlsConfig,
+    /// `--io-uring`: io_uring or epoll for memcached connections.
+    pub io_uring: IoUring,
 }
 
 impl Default for Config {
@@ -168,6 +204,7 @@ impl Default for Config {
             daemonize: false,
             metrics_listen: None,
             tls: Default::default(),
+            io_uring: IoUring::Auto,
         }
     }
 }
@@ -437,6 +474,7 @@ impl Config {
                     let flag = flag.to_string();
                     c.postgres.set(&flag, &val(&mut p)?)?;
                 }
+                Long("io-uring") => c.io_uring = IoUring::parse(&val(&mut p)?)?,
                 Short('d') | Long("daemon") => c.daemonize = true,
                 Short('S') | Long("enable-sasl") => c.sasl = true,
                 Short('Y') | Long("auth-file") => c.auth_file = Some(val(&mut p)?),

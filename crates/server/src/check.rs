@@ -23,6 +23,14 @@ pub fn run(cfg: &Config) -> bool {
         true,
         format!("settings parse{}", cfg.config_file.as_ref().map(|f| format!(" (--config {f})")).unwrap_or_default()),
     );
+    match (cfg.io_uring, crate::uring::probe()) {
+        (config::IoUring::Off, _) => say(true, "--io-uring off: memcached connections on epoll".into()),
+        (mode, Ok(())) => {
+            say(true, format!("--io-uring {mode}: io_uring available: memcached connections on io_uring"))
+        }
+        (config::IoUring::On, Err(why)) => say(false, format!("--io-uring on: io_uring is not available here: {why}")),
+        (_, Err(why)) => say(true, format!("--io-uring auto: io_uring is not available ({why}): epoll")),
+    }
     if let Some(dir) = &cfg.persistence.data_dir {
         let p = std::path::Path::new(dir);
         let parent = p.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));

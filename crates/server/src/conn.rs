@@ -7,23 +7,15 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::binary::{self, BinaryState};
-use crate::ctx::{Ctx, Flow};
 use crate::rbuf::{self, Idle};
+use crate::session::{self, Session, Step};
 use crate::shared::{ConnInfo, Shared, WorkerStats};
-use crate::text::{self, TextState};
-use config::Protocol;
 
 /// Read buffer growth step once a connection is busy.
 const READ_CHUNK: usize = crate::rbuf::LENT;
 /// What a TLS connection's own read buffer starts at and is given back down to while it
 /// has nothing buffered (plain connections borrow theirs, see `crate::rbuf`).
 const IDLE_BUF: usize = 2 * 1024;
-
-enum Proto {
-    Text(TextState),
-    Binary(BinaryState),
-}
 
 /// Serve one connection until the client leaves, asks to quit, or breaks the protocol.
 ///
@@ -37,18 +29,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
     info: Arc<ConnInfo>,
 ) {
     let _closing = Closing(&shared, &info);
-    let ctx = Ctx::new(&shared, &worker, &info);
+    let mut session = Session::new(&shared, info.clone());
     let mut rbuf: Vec<u8> = if S::LENDS { Vec::new() } else { Vec::with_capacity(IDLE_BUF) };
     let mut out: Vec<u8> = Vec::new();
-    let mut proto = match shared.cfg.protocol {
-        // With -Y every connection starts with the ASCII authentication exchange.
-        _ if shared.auth.is_some() => Some(Proto::Text(TextState::default())),
-        Protocol::Ascii => Some(Proto::Text(TextState::default())),
-        Protocol::Binary => Some(Proto::Binary(BinaryState::default())),
-        Protocol::Auto => None,
-    };
     let idle = shared.cfg.idle_timeout;
-    let per_event = shared.cfg.reqs_per_event;
     loop {
         // Stopping: a client that keeps the socket busy still stops at a request
         // boundary (an idle one sees the end of the stream: Shared::drain).
@@ -84,46 +68,34 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        worker.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        session.received(&shared, &worker, n);
         if out.capacity() == 0 {
             out = rbuf::take();
         }
-        info.last_cmd.store(shared.engine.clock().now(), Ordering::Relaxed);
-        let p = proto.get_or_insert_with(|| {
-            if rbuf[0] == protocol_memcache::binary::REQUEST_MAGIC {
-                Proto::Binary(BinaryState::default())
-            } else {
-                Proto::Text(TextState::default())
-            }
-        });
         // Run what is buffered, yielding every `-R` requests like memcached does.
         let mut start = 0;
-        let flow = loop {
-            let mut budget = per_event;
-            let (used, flow) = match p {
-                Proto::Text(st) => text::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
-                Proto::Binary(st) => binary::process(&rbuf[start..], st, &ctx, &mut out, &mut budget),
-            };
+        let close = loop {
+            let (used, step) = session.run(&shared, &worker, &rbuf[start..], &mut out);
             start += used;
-            if let Flow::Pending(job) = flow {
-                // A reply from a slow tier: earlier writes are acknowledged first (their
-                // replies come before it, and it may take a while), then it is awaited.
-                let failed = durable(&shared, ctx.acks.highest()).await;
-                settle(&shared, &ctx, failed, &mut out);
-                let reply = job.await;
-                out.extend_from_slice(&reply);
-                continue;
+            match step {
+                Step::Read => break false,
+                Step::Close => break true,
+                Step::Pending(job) => {
+                    // A reply from a slow tier: earlier writes are acknowledged first (their
+                    // replies come before it, and it may take a while), then it is awaited.
+                    acknowledge(&shared, &mut session, &mut out).await;
+                    let reply = job.await;
+                    out.extend_from_slice(&reply);
+                }
+                Step::Yield => {
+                    worker.conn_yields.fetch_add(1, Ordering::Relaxed);
+                    acknowledge(&shared, &mut session, &mut out).await;
+                    if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
+                        return;
+                    }
+                    tokio::task::yield_now().await;
+                }
             }
-            if !flow.is_continue() || budget > 0 {
-                break flow;
-            }
-            worker.conn_yields.fetch_add(1, Ordering::Relaxed);
-            let failed = durable(&shared, ctx.acks.highest()).await;
-            settle(&shared, &ctx, failed, &mut out);
-            if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
-                return;
-            }
-            tokio::task::yield_now().await;
         };
         rbuf.drain(..start);
         if S::LENDS && rbuf.is_empty() {
@@ -131,12 +103,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
             // (a slow reader does not hold it).
             rbuf::give(std::mem::take(&mut rbuf));
         }
-        let failed = durable(&shared, ctx.acks.highest()).await;
-        settle(&shared, &ctx, failed, &mut out);
+        acknowledge(&shared, &mut session, &mut out).await;
         if !out.is_empty() && write(&mut sock, &mut out, &worker).await.is_err() {
             break;
         }
-        if matches!(flow, Flow::Close) {
+        if close {
             break;
         }
         if !S::LENDS && rbuf.is_empty() && rbuf.capacity() > IDLE_BUF {
@@ -151,6 +122,19 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
     let _ = sock.shutdown().await;
 }
 
+/// With a persistent tier, wait until the writes behind the replies in `out` may be
+/// acknowledged, then settle their replies (errors for writes the disk failed to keep).
+/// (`&mut`: a shared reference to the session, which holds a RefCell, would make the
+/// connection's future not `Send`.)
+async fn acknowledge(shared: &Shared, session: &mut Session, out: &mut Vec<u8>) {
+    let seq = session.ack_seq();
+    let failed = match &shared.disk {
+        Some(disk) if seq > 0 => session::durable(disk.clone(), seq).await,
+        _ => None,
+    };
+    session.settle(shared, failed, out);
+}
+
 /// Forgets the connection's descriptor when `serve` returns by any path: a local, so it
 /// is dropped before the socket (a parameter) closes the descriptor.
 struct Closing<'a>(&'a Shared, &'a ConnInfo);
@@ -159,26 +143,6 @@ impl Drop for Closing<'_> {
     fn drop(&mut self) {
         self.0.closing(self.1);
     }
-}
-
-/// With a persistent tier, wait until the writes behind the replies in `out` (up to
-/// change `seq`) may be acknowledged: fsynced in sync mode, handed to the OS in async mode.
-/// `Some(d)` if the disk failed first, with changes up to `d` durable.
-async fn durable(shared: &Shared, seq: u64) -> Option<u64> {
-    match &shared.disk {
-        Some(disk) if seq > 0 => disk.wait_ack(seq).await.err(),
-        _ => None,
-    }
-}
-
-/// After [`durable`]: if the disk failed, the replies of the writes that did not make it
-/// become errors (see `crate::durable`); the notes are cleared either way.
-fn settle(shared: &Shared, ctx: &Ctx<'_>, failed: Option<u64>, out: &mut Vec<u8>) {
-    if let Some(d) = failed {
-        let line = crate::persistence::refusal(shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
-        ctx.acks.refuse_after(d, out, line);
-    }
-    ctx.acks.clear();
 }
 
 async fn write<S: AsyncWrite + Unpin>(sock: &mut S, out: &mut Vec<u8>, worker: &WorkerStats) -> std::io::Result<()> {

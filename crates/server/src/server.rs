@@ -18,7 +18,7 @@ use tier_disk::DiskTier;
 
 use crate::shared::Shared;
 use crate::workers::Workers;
-use crate::{admin, auth, containers, invalidate, listen, memory, persistence, rotate, sasl, tls, udp};
+use crate::{admin, auth, containers, invalidate, listen, memory, persistence, rotate, sasl, tls, udp, uring};
 use config::Config;
 
 /// memcached's exit code for bad usage (`EX_USAGE`).
@@ -122,11 +122,22 @@ impl Server {
         if let Some(path) = &cfg.containers {
             shared.sql = Some(start_containers(path, &shared.engine, cfg.metrics_listen.is_some(), &shared.feeds)?);
         }
+        let ring = uring::choose(cfg.io_uring).map_err(|e| StartError::new(EX_OSERR, e))?;
         let shared = Arc::new(shared);
         let (stop_tx, stop_rx) = std::sync::mpsc::channel();
         *shared.shutdown.lock() = Some(stop_tx.clone());
         memory::start(&shared)?;
-        let workers = Arc::new(Workers::start(&shared)?);
+        let mut workers = Workers::start(&shared)?;
+        if ring {
+            match workers.start_rings(&shared) {
+                Ok(()) => shared.io_uring.store(true, std::sync::atomic::Ordering::Relaxed),
+                Err(e) if cfg.io_uring == config::IoUring::On => {
+                    return Err(StartError::new(EX_OSERR, format!("--io-uring on: starting the ring workers: {e}")))
+                }
+                Err(e) => log::warn!("io_uring: starting the ring workers: {e}: memcached connections on epoll"),
+            }
+        }
+        let workers = Arc::new(workers);
         rotate::start(cfg.threads);
         let (tcp, mysql, postgres) = bind_listeners(&cfg, &shared, &workers)?;
         if let Some(addr) = &cfg.metrics_listen {

@@ -89,6 +89,8 @@ pub struct Shared {
     pub sasl: Option<Arc<crate::sasl::Sasl>>,
     /// TLS on the TCP listeners, with `-Z`.
     pub tls: Option<Arc<crate::tls::Tls>>,
+    /// Memcached connections (TCP in clear, Unix) run on io_uring (`--io-uring`), not epoll.
+    pub io_uring: AtomicBool,
 }
 
 impl Shared {
@@ -122,6 +124,7 @@ impl Shared {
             auth: None,
             tls: None,
             sasl: None,
+            io_uring: AtomicBool::new(false),
         }
     }
 
@@ -167,6 +170,12 @@ impl Shared {
     pub fn closing(&self, info: &ConnInfo) {
         let _conns = self.conns.lock();
         info.fd.store(-1, Ordering::SeqCst);
+    }
+
+    /// A connection is gone (its socket closed): out of `stats conns` and the `-c` count.
+    pub fn conn_gone(&self, id: u64) {
+        self.conns.lock().remove(&id);
+        self.curr_connections.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// `stats reset`: zero the server-level counters.

@@ -6,10 +6,8 @@ use std::net::UdpSocket;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use crate::binary::{self, BinaryState};
-use crate::ctx::Ctx;
+use crate::session::{self, Session, Step};
 use crate::shared::{ConnInfo, Shared, WorkerStats};
-use crate::text::{self, TextState};
 
 /// memcached's `UDP_MAX_PAYLOAD_SIZE`.
 const MAX_DATAGRAM: usize = 1400;
@@ -18,12 +16,12 @@ const FRAME_HEADER: usize = 8;
 /// Answer datagrams on `sock` forever.
 pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
     let local = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default();
-    let info = ConnInfo {
+    let info = Arc::new(ConnInfo {
         addr: local.clone(),
         listen_addr: local,
         last_cmd: AtomicU32::new(0),
         fd: std::sync::atomic::AtomicI32::new(-1),
-    };
+    });
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::new();
     // Writes are acknowledged only once the persistent tier allows it, as on TCP.
@@ -36,36 +34,30 @@ pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
             continue;
         }
         let (head, payload) = buf[..n].split_at(FRAME_HEADER);
-        let ctx = Ctx::new(&shared, &worker, &info);
+        // A datagram is a connection of its own (memcached's UDP has no state between them).
+        let mut session = Session::new(&shared, info.clone());
         out.clear();
         if head[4] != 0 || head[5] != 1 {
             out.extend_from_slice(b"SERVER_ERROR multi-packet request not supported\r\n");
         } else {
-            let mut budget = usize::MAX;
-            let (mut bst, mut tst) = (BinaryState::default(), TextState::default());
             let mut start = 0;
             loop {
-                let rest = &payload[start..];
-                let (used, flow) = if payload.first() == Some(&protocol_memcache::binary::REQUEST_MAGIC) {
-                    binary::process(rest, &mut bst, &ctx, &mut out, &mut budget)
-                } else {
-                    text::process(rest, &mut tst, &ctx, &mut out, &mut budget)
-                };
+                let (used, step) = session.run(&shared, &worker, &payload[start..], &mut out);
                 start += used;
-                match flow {
-                    crate::ctx::Flow::Pending(job) => out.extend_from_slice(&rt.block_on(job)),
-                    _ => break,
+                match step {
+                    Step::Pending(job) => out.extend_from_slice(&rt.block_on(job)),
+                    // -R does not apply to a datagram: it is answered whole.
+                    Step::Yield => {}
+                    Step::Read | Step::Close => break,
                 }
             }
         }
-        let seq = ctx.acks.highest();
-        if let (Some(disk), true) = (&shared.disk, seq > 0) {
-            if let Err(durable) = rt.block_on(disk.wait_ack(seq)) {
-                let line = crate::persistence::refusal(&shared).unwrap_or(b"SERVER_ERROR persistence failed\r\n");
-                ctx.acks.refuse_after(durable, &mut out, line);
-            }
-        }
-        ctx.acks.clear();
+        let seq = session.ack_seq();
+        let failed = match &shared.disk {
+            Some(disk) if seq > 0 => rt.block_on(session::durable(disk.clone(), seq)),
+            _ => None,
+        };
+        session.settle(&shared, failed, &mut out);
         let chunks: Vec<&[u8]> = out.chunks(MAX_DATAGRAM - FRAME_HEADER).collect();
         let total = chunks.len() as u16;
         for (seq, chunk) in chunks.iter().enumerate() {

@@ -1,5 +1,9 @@
 //! Worker threads, as memcached's: each runs its own single-threaded event loop and owns
 //! the connections handed to it, so a request never hops between threads.
+//!
+//! Two kinds: the epoll workers (a tokio current-thread runtime each: TLS connections, the
+//! MySQL proxy's clients, and every memcached connection with `--io-uring off`) and, with
+//! io_uring, as many ring workers (`crate::uring`) for the memcached connections in clear.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,6 +12,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::conn;
 use crate::shared::{ConnInfo, Shared, WorkerStats};
+use crate::uring::{self, Bell, NewConn};
 
 /// An accepted client socket on its way to a worker.
 pub enum Incoming {
@@ -34,18 +39,24 @@ enum Work {
 /// Handles to the worker threads.
 pub struct Workers {
     senders: Vec<UnboundedSender<Work>>,
+    /// The epoll workers' runtimes.
+    handles: Vec<tokio::runtime::Handle>,
+    /// The ring workers' doorbells (none on epoll).
+    rings: Vec<Arc<Bell>>,
     next: AtomicUsize,
 }
 
 impl Workers {
-    /// Start `shared.cfg.threads` workers.
+    /// Start `shared.cfg.threads` epoll workers.
     pub fn start(shared: &Arc<Shared>) -> std::io::Result<Workers> {
         let mut senders = Vec::new();
+        let mut handles = Vec::new();
         for (i, stats) in shared.workers.iter().enumerate() {
             let (tx, mut rx) = unbounded_channel::<Work>();
             let shared = shared.clone();
             let stats = stats.clone();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            handles.push(rt.handle().clone());
             std::thread::Builder::new().name(format!("worker-{i}")).spawn(move || {
                 rt.block_on(async move {
                     while let Some(work) = rx.recv().await {
@@ -62,7 +73,19 @@ impl Workers {
             })?;
             senders.push(tx);
         }
-        Ok(Workers { senders, next: AtomicUsize::new(0) })
+        Ok(Workers { senders, handles, rings: Vec::new(), next: AtomicUsize::new(0) })
+    }
+
+    /// Start as many ring workers (`crate::uring`), each polling its connections' futures
+    /// in the context of the epoll worker of the same number; from then on memcached
+    /// connections in clear go to them. On an error none is used.
+    pub fn start_rings(&mut self, shared: &Arc<Shared>) -> std::io::Result<()> {
+        let mut rings = Vec::new();
+        for (i, (stats, rt)) in shared.workers.iter().zip(&self.handles).enumerate() {
+            rings.push(uring::spawn(i, shared.clone(), stats.clone(), rt.clone())?);
+        }
+        self.rings = rings;
+        Ok(())
     }
 
     /// Hand a new connection to the next worker, round robin.
@@ -80,8 +103,19 @@ impl Workers {
             fd: std::sync::atomic::AtomicI32::new(fd),
         });
         shared.conns.lock().insert(id, info.clone());
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
-        let _ = self.senders[i].send(Work::Memcache(sock, info, id));
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let fd = match sock {
+            Incoming::Tcp(s) if !self.rings.is_empty() => {
+                let _ = s.set_nodelay(true);
+                std::os::fd::OwnedFd::from(s)
+            }
+            Incoming::Unix(s) if !self.rings.is_empty() => std::os::fd::OwnedFd::from(s),
+            sock => {
+                let _ = self.senders[n % self.senders.len()].send(Work::Memcache(sock, info, id));
+                return;
+            }
+        };
+        self.rings[n % self.rings.len()].deliver(NewConn { fd, info, id });
     }
 
     /// Hand a task (a MySQL proxy client) to the next worker, round robin.
@@ -132,8 +166,7 @@ struct Gone(Arc<Shared>, u64);
 
 impl Drop for Gone {
     fn drop(&mut self) {
-        self.0.conns.lock().remove(&self.1);
-        self.0.curr_connections.fetch_sub(1, Ordering::Relaxed);
+        self.0.conn_gone(self.1);
     }
 }
 

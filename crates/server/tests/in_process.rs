@@ -157,3 +157,126 @@ fn stop_closes_connections_and_stops_accepting() {
     });
     assert!(matches!(refused, Err(_) | Ok(0)), "no new connection is served after stop");
 }
+
+/// The I/O front ends to test: epoll always, io_uring where this kernel allows it.
+fn front_ends() -> Vec<&'static str> {
+    let mut v = vec!["off"];
+    let cfg = match Config::from_args(["-p", "0", "-U", "0", "--io-uring", "on"].map(String::from)) {
+        Ok(Action::Run(c)) => *c,
+        _ => panic!("bad test flags"),
+    };
+    match Server::start(cfg) {
+        Ok(h) => {
+            h.stop();
+            v.push("on");
+        }
+        Err(e) => eprintln!("io_uring front end not tested here: {e}"),
+    }
+    v
+}
+
+/// Both front ends run the same requests the same way: a pipeline longer than `-R`, a value
+/// far larger than one provided buffer, binary after text on another connection, `quit`.
+#[test]
+fn both_front_ends_serve_pipelines_large_values_and_quit() {
+    for mode in front_ends() {
+        let h = start(&["--io-uring", mode, "-R", "2"]);
+        let mut c = Client::new(&h);
+        c.send(b"stats settings\r\n");
+        let want = if mode == "on" { "STAT io_frontend io_uring" } else { "STAT io_frontend epoll" };
+        let mut seen = false;
+        loop {
+            let l = c.line();
+            seen |= l == want;
+            if l == "END" {
+                break;
+            }
+        }
+        assert!(seen, "{mode}: stats settings has no {want}");
+        let big = vec![b'v'; 300_000];
+        let mut req = format!("set big 0 0 {}\r\n", big.len()).into_bytes();
+        req.extend_from_slice(&big);
+        req.extend_from_slice(b"\r\n");
+        for i in 0..50 {
+            req.extend_from_slice(format!("set k{i} 0 0 1\r\n{}\r\nget k{i}\r\n", i % 10).as_bytes());
+        }
+        req.extend_from_slice(b"get big\r\n");
+        c.send(&req);
+        assert_eq!(c.line(), "STORED", "{mode}");
+        for i in 0..50 {
+            assert_eq!(c.line(), "STORED", "{mode}");
+            assert_eq!(c.line(), format!("VALUE k{i} 0 1"), "{mode}");
+            assert_eq!(c.line(), format!("{}", i % 10), "{mode}");
+            assert_eq!(c.line(), "END", "{mode}");
+        }
+        assert_eq!(c.line(), format!("VALUE big 0 {}", big.len()), "{mode}");
+        assert_eq!(c.exact(big.len() + 2)[..big.len()], big[..], "{mode}");
+        assert_eq!(c.line(), "END", "{mode}");
+        // Binary on a connection of its own: a GETK of k3 (opaque 9), then NOOP.
+        let mut b = Client::new(&h);
+        let mut get = vec![0x80, 0x0c, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0];
+        get.extend_from_slice(b"k3");
+        get.extend_from_slice(&[0x80, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        b.send(&get);
+        let head = b.exact(24);
+        assert_eq!((head[0], head[1], head[15]), (0x81, 0x0c, 9), "{mode}");
+        let body = b.exact(u32::from_be_bytes(head[8..12].try_into().unwrap()) as usize);
+        assert_eq!(&body[4..], b"k33", "{mode}: flags, key, value");
+        assert_eq!(b.exact(24)[1], 0x0a, "{mode}: the NOOP's reply");
+        c.send(b"get k1\r\nquit\r\nget k2\r\n");
+        assert_eq!(c.line(), "VALUE k1 0 1", "{mode}");
+        assert_eq!(c.line(), "1", "{mode}");
+        assert_eq!(c.line(), "END", "{mode}");
+        let mut rest = Vec::new();
+        assert_eq!(c.r.read_to_end(&mut rest).unwrap_or(0), 0, "{mode}: closed after quit, nothing after it");
+        h.stop();
+    }
+}
+
+/// A client that sends much and reads nothing for a while gets every reply once it reads:
+/// the server stops reading it meanwhile (its replies are bounded), it does not drop any.
+#[test]
+fn both_front_ends_hold_back_a_client_that_does_not_read() {
+    for mode in front_ends() {
+        let h = start(&["--io-uring", mode]);
+        let mut c = Client::new(&h);
+        c.send(&[b"set v 0 0 1000\r\n".as_slice(), &[b'x'; 1000], b"\r\n"].concat());
+        assert_eq!(c.line(), "STORED");
+        let n = 20_000;
+        let mut w = c.w.try_clone().unwrap();
+        let writer = std::thread::spawn(move || {
+            w.write_all(&b"get v\r\n".repeat(n)).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let mut got = 0;
+        let mut buf = vec![0u8; 1 << 16];
+        let want = n * (b"VALUE v 0 1000\r\n".len() + 1002 + 5);
+        while got < want {
+            let r = c.r.read(&mut buf).unwrap();
+            assert!(r > 0, "{mode}: closed after {got} of {want} bytes");
+            got += r;
+        }
+        assert_eq!(got, want, "{mode}");
+        writer.join().unwrap();
+        h.stop();
+    }
+}
+
+/// `-o idle_timeout`: an idle connection is closed by either front end, a busy one is not.
+#[test]
+fn both_front_ends_close_idle_connections() {
+    for mode in front_ends() {
+        let h = start(&["--io-uring", mode, "-o", "idle_timeout=1"]);
+        let mut idle = Client::new(&h);
+        let mut busy = Client::new(&h);
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(2500) {
+            busy.send(b"version\r\n");
+            assert!(busy.line().starts_with("VERSION "), "{mode}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut buf = [0u8; 8];
+        assert_eq!(idle.r.read(&mut buf).unwrap_or(0), 0, "{mode}: the idle connection was closed");
+        h.stop();
+    }
+}

@@ -251,6 +251,8 @@ fn settings(shared: &Shared, sink: &mut dyn StatSink) {
     s("eviction_policy", &"s3-fifo");
     s("engine_shards", &shared.engine.shard_count());
     s("worker_rotation_us", &crate::rotate::interval_us());
+    // Which kernel interface serves memcached connections in clear (`--io-uring`).
+    s("io_frontend", &if shared.io_uring.load(Ordering::Relaxed) { "io_uring" } else { "epoll" });
 }
 
 /// Items of one memcached slab class.
