@@ -87,7 +87,7 @@ def test_missing_trigger_privilege_is_said_at_start(tmp_path, mariadb):
     log, _, rc = run(args, env={"SQLCACHED_MYSQL_PASSWORD": "pw"}, settle=lambda t: "TRIGGER privilege" in t,
                      log_path=tmp_path / "t.log")
     assert rc == 0
-    assert "--mysql-user has no TRIGGER privilege" in log, log
+    assert "--mysql-user notrig has no TRIGGER privilege" in log, log
     log, _, _ = run([*args[:-1], mariadb.user], env={"SQLCACHED_MYSQL_PASSWORD": mariadb.password},
                     settle=lambda t: "query cache online" in t, log_path=tmp_path / "u.log", linger=0.5)
     assert "TRIGGER privilege" not in log, log
@@ -127,7 +127,7 @@ def test_unreachable_backend_said_once(tmp_path):
         p.wait(timeout=10)
     log = (tmp_path / "e.log").read_text()
     assert log.count(f"backend 127.0.0.1:{dead} unreachable") == 1, log
-    assert "no --mysql-user: caching nothing" in log
+    assert "DEGRADED: not caching, every query goes to the backend: no --mysql-user" in log, log
 
 
 def test_daemon_mode_and_pidfile(tmp_path):
