@@ -113,14 +113,14 @@ pub async fn check_async(cfg: &Config, timeout: Duration) -> Verdict {
             );
             return Verdict::Checked { version: String::new(), problems: vec![blocking("login", message)] };
         }
-        Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
+        Ok(Err(e)) => return Verdict::Unreachable(engine::errors::cause(&e)),
         Err(_) => return Verdict::Unreachable(within("login")),
     };
     let found = tokio::time::timeout(timeout, server_problems(&mut conn, cfg)).await;
     let _ = tokio::time::timeout(timeout, conn.disconnect()).await;
     let (version, me, mut problems) = match found {
         Ok(Ok(found)) => found,
-        Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
+        Ok(Err(e)) => return Verdict::Unreachable(engine::errors::cause(&e)),
         Err(_) => return Verdict::Unreachable(within("settings and rights")),
     };
     match tokio::time::timeout(timeout, replication_slave(opts)).await {
@@ -133,7 +133,7 @@ pub async fn check_async(cfg: &Config, timeout: Duration) -> Verdict {
                 cfg.user
             ),
         )),
-        Ok(Err(e)) => return Verdict::Unreachable(e.to_string()),
+        Ok(Err(e)) => return Verdict::Unreachable(engine::errors::cause(&e)),
         Err(_) => return Verdict::Unreachable(within("replica registration")),
     }
     problems.sort_by_key(|p| !p.blocking);
