@@ -20,8 +20,12 @@
 # The bootstrap superuser `postgres` is reachable only through the socket in DIR (trust; the
 # directory is its owner's alone).
 #
+# Server options: wal_level=logical, max_replication_slots/max_wal_senders 32,
+# max_connections 200, shared_buffers 32MB, max_prepared_transactions 16 (two-phase commit:
+# PREPARE TRANSACTION works; the freshness checker's two-phase cases need it).
 # Environment: POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_EXTRA_ARGS (more `-c name=value`
-# options, e.g. "-c wal_level=replica": later options win), POSTGRES_SSL=0 (no TLS).
+# options, e.g. "-c wal_level=replica" or "-c max_prepared_transactions=0": later options win),
+# POSTGRES_SSL=0 (no TLS).
 # Files in DIR: data/ (PGDATA), postgres.log, ca.crt (the CA that signed server.crt, for
 # sslmode=verify-ca/verify-full; the certificate names localhost and 127.0.0.1).
 # As root the server runs as the `postgres` system user (Debian's package makes it; created
@@ -148,6 +152,7 @@ start)
             -c listen_addresses=127.0.0.1 -c "unix_socket_directories=$dir" \
             -c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32 \
             -c max_connections=200 -c shared_buffers=32MB -c password_encryption=scram-sha-256 \
+            -c max_prepared_transactions=16 \
             -c log_min_messages=warning -c logging_collector=off "${ssl_args[@]}" ${POSTGRES_EXTRA_ARGS:-} \
             </dev/null >>"$dir/postgres.log" 2>&1 &
         for _ in $(seq 1 300); do
