@@ -61,6 +61,11 @@
 # sqlcached CPU per query (~ per hit at ~100 % hits) <= 0.5x postgres's per select, sqlcached
 # >= 1.5x pgpool; the report evaluates them. pgpool's hits under WRITER=direct include stale
 # answers (its cache never sees those writes): bench/freshness_pg.py counts them.
+# Freshness (FRESHNESS=1, the default; 0 skips it): after the measured part, the freshness
+# checker (bench/freshness_pg.py, tests/pgcache/freshness.py's cases: triggers, cascades, rules,
+# partitions, savepoints, two-phase commit, search_path, direct and bulk writes, a race) runs
+# against the same pgpool-II and sqlcached, with PostgreSQL itself as the truth: the stale and
+# wrong reads of each, case by case, in the report (about 15 s per cache).
 # Output: a markdown table on stdout and bench/results/querycache-pg-<ts>.md, raw per-point
 # lines in .log.
 #
@@ -70,6 +75,7 @@
 #   SERVER_CPUS (0) LOAD_CPUS (1) SERVER_THREADS (2, sqlcached -t) PROXY_ARGS FLOOR_ARGS
 #   PGPOOL_CACHE_SIZE (64MB) SHARED_BUFFERS (128MB) SQ_HITS_STAT SQ_MISS_STATS
 #   SQLCACHED_BIN (target/release/sqlcached, built if missing) KEEP=1 keeps the work dir.
+#   FRESHNESS (1: run the freshness checker at the end; needs python3 with psycopg).
 # Needs: postgresql-15 (pgbench, psql), pgpool2, taskset (util-linux).
 set -euo pipefail
 
@@ -504,4 +510,19 @@ WRITES_AT_END=$(admin -tA -d bench -c "SELECT n_tup_upd FROM pg_stat_user_tables
     echo '```'
   fi
 } | tee "$OUT"
+
+# ---- the freshness checker against the same servers (after the measured part)
+if [[ "${FRESHNESS:-1}" == 1 ]] && { has pgpool || has sqlcached; }; then
+  log "the freshness checker against${PID_PP:+ pgpool-II}${PID_SQ:+ sqlcached}"
+  FC_ARGS=()
+  has pgpool && FC_ARGS+=(--target "pgpool=$(conninfo "$PP_PORT")")
+  has sqlcached && FC_ARGS+=(--target "sqlcached=$(conninfo "$SQ_P")" --stats-port "$SQ_M")
+  {
+    echo
+    echo "## Freshness: stale reads (bench/freshness_pg.py, the checker of tests/pgcache, against the same servers)"
+    echo
+    python3 "$HERE/freshness_pg.py" --direct "$(conninfo "$DB_PORT")" "${FC_ARGS[@]}" 2>&1 ||
+      echo "**The freshness checker failed (above).**"
+  } | tee -a "$OUT"
+fi
 log "wrote $OUT"
