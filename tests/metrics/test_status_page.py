@@ -59,6 +59,12 @@ def text_of(dom, id_):
     return m.group(1)
 
 
+def figure(text):
+    """A number as the page writes it ("42", "12.3 k", "1.05 M")."""
+    n, *unit = text.split()
+    return float(n) * {"k": 1e3, "M": 1e6, "G": 1e9}[unit[0]] if unit else float(n)
+
+
 def containers_example(tmp_path):
     """The SQLite example of crates/sql-containers/README.md, in tmp_path (its relative path)."""
     (tmp_path / "data").mkdir()
@@ -119,6 +125,7 @@ def test_first_paint_is_true_and_has_a_time_axis(tmp_path, monkeypatch):
     assert text_of(dom, "cont-state") == "ok"
     rows = re.findall(r'<tr class="container">(.*?)</tr>', dom)
     assert len(rows) == 2 and "main.users" in rows[1] and "get caching, set innodb_only" in rows[1], rows
+    assert re.search(r'<section id="pg" class="hidden"', dom), "no PostgreSQL front without --pg-listen"
 
     # The screenshot taken 1 s after load shows the plotted readings: the gets line is drawn
     # in the operations chart (below the tables), and the axis has its labels.
@@ -126,6 +133,54 @@ def test_first_paint_is_true_and_has_a_time_axis(tmp_path, monkeypatch):
     assert (width, height) == (1280, 1000)
     lower = (0, height // 3, width, height)
     assert png.count_near(px, GETS_COLOR, box=lower) > 150, "the gets line is drawn"
+
+
+def test_postgresql_front_row(postgres):
+    """With --pg-listen the page shows the PostgreSQL front beside the rest, at its first paint:
+    its query rate (measured by the server), queries by protocol, connections, logins, the
+    backend's state, and that it caches nothing yet (every query relayed: issue 41's cache is
+    not built), and its line in the operations chart."""
+    psycopg = pytest.importorskip("psycopg", reason="psycopg missing: pip install -r tests/requirements.txt")
+    from harness.pgproxy import start_pgproxy
+
+    mport = free_port()
+    with start_pgproxy(postgres, "--metrics-listen", f"127.0.0.1:{mport}") as px:
+        stop, errors = threading.Event(), []
+
+        def pg_load():
+            try:
+                with psycopg.connect(px.dsn(), autocommit=True) as c:
+                    while not stop.is_set():
+                        psycopg.ClientCursor(c).execute("SELECT 1")  # a simple Query
+                        c.execute("SELECT %s::int", (2,))  # the extended protocol
+            except Exception as e:  # noqa: BLE001 - asserted below
+                errors.append(e)
+
+        t = threading.Thread(target=pg_load, daemon=True)
+        t.start()
+        try:
+            time.sleep(3)  # the server has a few readings of its own by now
+            dom = chromium("--dump-dom", f"http://127.0.0.1:{mport}/", budget_ms=500).stdout
+            stats = px.stats()
+        finally:
+            stop.set()
+            t.join(5)
+
+    assert not errors, errors
+    assert text_of(dom, "updates") == "1" and text_of(dom, "error") == ""
+    section = re.search(r'<section id="pg" class="([^"]*)"', dom)
+    assert section and "hidden" not in section.group(1), "the PostgreSQL front's row is shown"
+    assert float(text_of(dom, "pg-query-rate").split()[0]) > 0, text_of(dom, "pg-query-rate")
+    simple, extended = (figure(x) for x in text_of(dom, "pg-queries").split(" / "))
+    assert simple > 0 and extended > 0, text_of(dom, "pg-queries")
+    assert text_of(dom, "pg-connections").startswith("1 ("), text_of(dom, "pg-connections")
+    ok, failed, _aborted = text_of(dom, "pg-logins").split(" / ")
+    assert int(ok) >= 1 and failed == "0", text_of(dom, "pg-logins")
+    assert text_of(dom, "pg-backend") == "ok"
+    assert text_of(dom, "pg-cache") == "none yet: every query relayed"
+    assert "pg_qcache_hits" not in stats, "the page's wording assumes no PostgreSQL cache figures"
+    label = re.search(r'id="ops"[^>]*aria-label="([^"]*)"', dom) or re.search(r'aria-label="([^"]*)"[^>]*id="ops"', dom)
+    assert label and "PostgreSQL queries" in label.group(1), label
 
 
 def test_unknown_paths_are_404(tmp_path):

@@ -28,6 +28,7 @@ const SERIES: &[(&str, &[&str])] = &[
     ("fsyncs", &["disk_fsyncs"]),
     ("invalidated", &["invalidate_keys"]),
     ("container_gets", &["containers_get_keys"]),
+    ("pg_queries", &["pg_queries_simple", "pg_queries_extended", "pg_function_calls"]),
 ];
 
 /// The rates of the last two minutes.
@@ -107,5 +108,22 @@ mod tests {
         h.record(&s);
         assert_eq!(h.json()["gets"][1].as_f64(), Some(0.0));
         assert_eq!(h.json()["sets"][1].as_f64(), Some(0.0), "absent counters read 0");
+    }
+
+    #[test]
+    fn pg_queries_sum_the_fronts_protocols() {
+        let mut h = History::default();
+        let mut s = Map::new();
+        for n in ["pg_queries_simple", "pg_queries_extended", "pg_function_calls"] {
+            s.insert(n.into(), Value::from(0u64));
+        }
+        h.record(&s);
+        std::thread::sleep(Duration::from_millis(100));
+        for (n, v) in [("pg_queries_simple", 3u64), ("pg_queries_extended", 5), ("pg_function_calls", 2)] {
+            s.insert(n.into(), Value::from(v));
+        }
+        h.record(&s);
+        let rate = h.json()["pg_queries"][0].as_f64().unwrap();
+        assert!(rate > 10.0 && rate <= 100.0, "10 queries in ~0.1 s: {rate}");
     }
 }
