@@ -270,7 +270,9 @@ counters() { # config -> "hits misses" ("- -": no cache figures)
 # live descendant (a child that ended is in its parent's cutime/cstime once it is reaped, and in
 # its own stat until then: each is counted once).
 tree_ticks() {
-  awk -v root="$1" '
+  # through cat: a process that ends between the glob and its read is skipped (gawk would stop
+  # at the missing file and print nothing: a "-" in the CPU table)
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v root="$1" '
     { pid = $1; line = $0; sub(/^.*\) /, "", line); split(line, f, " ")
       ppid[pid] = f[2]; t[pid] = f[12] + f[13] + f[14] + f[15] }
     END {
@@ -280,7 +282,7 @@ tree_ticks() {
         for (p in ppid) if (!(p in in_tree) && (ppid[p] in in_tree)) { in_tree[p] = 1; changed = 1 } }
       for (p in in_tree) s += t[p]
       print s + 0
-    }' /proc/[0-9]*/stat 2>/dev/null
+    }'
 }
 proc_ticks() { # pid -> user + system ticks of the process (all threads)
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
@@ -396,7 +398,7 @@ ELAPSED=$(($(date +%s) - START))
 
 # ---- the report
 median() { # values ("-" ignored) -> median, or "-"
-  printf '%s\n' "$@" | grep -v '^-*$' | sort -g | awk '{ x[NR] = $1 } END {
+  printf '%s\n' "$@" | { grep -v '^-*$' || true; } | sort -g | awk '{ x[NR] = $1 } END {
     if (NR == 0) { print "-"; exit } if (NR % 2) print x[(NR + 1) / 2]; else print (x[NR / 2] + x[NR / 2 + 1]) / 2 }'
 }
 vals() { # array-name workload clients config -> its values over the reps
@@ -413,7 +415,7 @@ ratio() { # ARRAY_A CONFIG_A ARRAY_B CONFIG_B workload clients
     xs+=("$(awk -v a="${ra[$5/$6/$2/$r]:-}" -v b="${rb[$5/$6/$4/$r]:-}" \
       'BEGIN { if (a != "" && a != "-" && b != "" && b != "-" && b > 0) printf "%.3f", a / b; else print "-" }')")
   done
-  printf '%s\n' "${xs[@]}" | grep -v '^-$' | sort -g | awk '{ x[NR] = $1 } END {
+  printf '%s\n' "${xs[@]}" | { grep -v '^-$' || true; } | sort -g | awk '{ x[NR] = $1 } END {
     if (NR == 0) { print "-"; exit }
     m = (NR % 2) ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2
     if (NR == 1) printf "%.2f", m; else printf "%.2f (%.2f-%.2f)", m, x[1], x[NR] }'
