@@ -19,9 +19,12 @@
 //! - [`stats`]: counters with memcached's names.
 //! - [`errors`]: error text for log lines and replies (an error as its innermost cause).
 //! - [`latency`]: lock-free latency histograms for the metrics endpoint.
+//! - [`backoff`]: pausing a cache that does not pay back, longer each time (query cache,
+//!   `caching` containers).
 
 #![warn(missing_docs)]
 
+pub mod backoff;
 pub mod budget;
 pub mod bufpool;
 pub mod clock;
