@@ -299,6 +299,11 @@ impl CacheConn {
             FillStart::Follower(waiter) => Decision::Wait(waiter),
             // A transaction's read whose snapshot may predate a change: the backend answers.
             FillStart::Bypass => Decision::Forward,
+            // A statement whose results do not pay back (adaptive bypass): the backend answers.
+            FillStart::Skip => {
+                cache.answered(session, Outcome::Bypassed, 0, 0);
+                Decision::Forward
+            }
         }
     }
 

@@ -116,6 +116,12 @@ pub fn write_cache(qc: &querycache::QueryCache, sink: &mut dyn StatSink) {
     sink.stat("Qcache_fills_refused", Kind::Counter, &s.fills_refused);
     sink.stat("Qcache_shared_misses", Kind::Counter, &s.shared_misses);
     sink.stat("Qcache_lag_bypasses", Kind::Counter, &s.lag_bypasses);
+    // The adaptive bypass (docs/querycache.md, "Adaptive bypass").
+    sink.stat("Qcache_bypassed", Kind::Counter, &s.bypass.bypassed);
+    sink.stat("Qcache_bypass_starts", Kind::Counter, &s.bypass.starts);
+    sink.stat("Qcache_bypassed_statements", Kind::Gauge, &s.bypass.active);
+    sink.stat("Qcache_results_unused", Kind::Counter, &s.bypass.unused);
+    sink.stat("Qcache_results_reused", Kind::Counter, &s.bypass.reused);
     sink.stat("Qcache_online", Kind::Gauge, &u64::from(s.online));
     sink.stat("Qcache_bytes", Kind::Gauge, &s.bytes);
 }

@@ -3,7 +3,7 @@
 //! number of series stays bounded however many statements the applications send.
 //!
 //! - `sqlcached_query_digest_executions_total{digest,query,outcome}`: executions by how
-//!   they were answered (`hit`, `miss`, `not_cached`, `write`, `other`);
+//!   they were answered (`hit`, `miss`, `bypassed`, `not_cached`, `write`, `other`);
 //! - `sqlcached_query_digest_backend_seconds_total{digest,query}`: backend time of misses;
 //! - `sqlcached_query_digest_bytes_total{digest,query}`: bytes of replies;
 //! - `sqlcached_query_digest_invalidations_total{digest,query}`: its cached results dropped;
@@ -23,10 +23,15 @@ pub fn write(qc: &QueryCache, sink: &mut dyn StatSink) {
     let (mut runs, mut backend, mut bytes, mut dropped) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for d in qc.digests(TOP) {
         let labels = || vec![("digest", format!("{:016x}", d.id)), ("query", d.text.clone())];
-        let other = d.count.saturating_sub(d.hits + d.misses + d.not_cached + d.writes);
-        for (outcome, n) in
-            [("hit", d.hits), ("miss", d.misses), ("not_cached", d.not_cached), ("write", d.writes), ("other", other)]
-        {
+        let other = d.count.saturating_sub(d.hits + d.misses + d.bypassed + d.not_cached + d.writes);
+        for (outcome, n) in [
+            ("hit", d.hits),
+            ("miss", d.misses),
+            ("bypassed", d.bypassed),
+            ("not_cached", d.not_cached),
+            ("write", d.writes),
+            ("other", other),
+        ] {
             let mut l = labels();
             l.push(("outcome", outcome.to_string()));
             runs.push(Series::new(l, Value::Counter(n)));

@@ -145,6 +145,8 @@ impl Proxy {
             sink.stat(&f("backend_us"), Kind::Counter, &d.backend_us);
             sink.stat(&f("bytes"), Kind::Counter, &d.bytes);
             sink.stat(&f("invalidations"), Kind::Counter, &d.invalidations);
+            sink.stat(&f("bypassed"), Kind::Counter, &d.bypassed);
+            sink.stat(&f("bypassed_now"), Kind::Gauge, &u64::from(cache.bypassed(d.id)));
         }
     }
 

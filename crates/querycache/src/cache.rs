@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use engine::item::FETCHED;
 use engine::{Engine, EngineConfig, Item, Receipt};
 use parking_lot::Mutex;
 
+use crate::bypass::Bypass;
 use crate::config::Config;
 use crate::effects::Follow;
 use crate::flight::{Flight, Waiter};
@@ -44,6 +46,8 @@ pub struct QueryCache {
     dialect: parking_lot::RwLock<Dialect>,
     /// Per-statement figures (`stats queries`).
     pub(crate) digests: crate::digests::Digests,
+    /// Statements whose results do not pay back: their misses are not filled for a while.
+    bypass: Bypass,
     /// Whether the feed that keeps the cache fresh is close enough to the backend to
     /// answer from memory (see [`QueryCache::set_freshness`]); unset: always.
     fresh: OnceLock<Freshness>,
@@ -63,6 +67,9 @@ pub enum FillStart {
     /// Inside a transaction whose snapshot may predate a change to these tables: query the
     /// backend and store nothing.
     Bypass,
+    /// The statement's results do not pay back (adaptive bypass, `crate::bypass`): query
+    /// the backend and store nothing.
+    Skip,
 }
 
 /// A leader's right to store one result.
@@ -116,6 +123,7 @@ impl QueryCache {
             flights: (0..FLIGHT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             dialect: parking_lot::RwLock::new(Dialect::default()),
             digests: crate::digests::Digests::default(),
+            bypass: Bypass::default(),
             fresh: OnceLock::new(),
             cfg,
         }
@@ -267,8 +275,13 @@ impl QueryCache {
     }
 
     /// Start filling `key` after a miss: the first miss leads (queries the backend),
-    /// identical misses that arrive while no invalidation happened follow it.
+    /// identical misses that arrive while no invalidation happened follow it. A statement
+    /// whose results do not pay back is not filled for a while (`crate::bypass`): its
+    /// miss goes to the backend alone ([`FillStart::Skip`]).
     pub fn begin_fill(&self, key: &Key, tags: &Tags) -> FillStart {
+        if !self.bypass.fills(key.digest, self.bypass.now_ms()) {
+            return FillStart::Skip;
+        }
         let mut tables: Vec<TableName> = tags.0.iter().map(|t| t.table.clone()).collect();
         tables.sort();
         tables.dedup();
@@ -352,8 +365,11 @@ impl QueryCache {
         for (tag, rows) in fill.tags.0.iter().zip(&rows) {
             let rows = rows.as_ref().map(|(p, d)| (&p[..], d.clone()));
             if !self.index.add(&mut l, &tag.table, &tag.scope, tag.columns.clone(), rows, fill.hk, &alive) {
-                // The index is over its bound: drop this table's entries (fail safe).
-                self.drop_tables(&mut l, &tag.table, None);
+                // The index is over its bound: drop this table's entries (fail safe; a
+                // matter of room, like an eviction: no verdict for the adaptive bypass).
+                let mut out = Vec::new();
+                self.index.invalidate(&mut l, &tag.table, None, &mut out);
+                self.remove(&out, false);
             }
         }
     }
@@ -372,20 +388,34 @@ impl QueryCache {
     fn drop_tables(&self, l: &mut Locked<'_>, t: &TableName, keys: Option<&RowKeys<'_>>) {
         let mut out = Vec::new();
         self.index.invalidate(l, t, keys, &mut out);
-        self.remove(&out);
+        self.remove(&out, true);
     }
 
-    /// Drop these results, counting each in its statement's digest row.
-    fn remove(&self, hks: &[Hk]) {
+    /// Drop these results, counting each in its statement's digest row and, when what they
+    /// read `changed` (not a matter of room), read or not, in its statement's verdict of the
+    /// adaptive bypass.
+    fn remove(&self, hks: &[Hk], changed: bool) {
+        let now = self.bypass.now_ms();
         for h in hks {
             let mut a = self.engine.access(h, Receipt::none());
-            let digest = a.lookup().ok().and_then(|it| Some(u64::from_le_bytes(it.value().get(..8)?.try_into().ok()?)));
+            let found = a.lookup().ok().and_then(|it| {
+                let d = u64::from_le_bytes(it.value().get(..8)?.try_into().ok()?);
+                Some((d, it.has(FETCHED)))
+            });
             if a.remove() {
-                if let Some(d) = digest {
+                if let Some((d, read)) = found {
                     self.digests.invalidated(d);
+                    if changed {
+                        self.bypass.ended(d, read, now);
+                    }
                 }
             }
         }
+    }
+
+    /// Is the statement with this digest key bypassed now (adaptive bypass)?
+    pub fn bypassed(&self, digest: u64) -> bool {
+        self.bypass.is_bypassed(digest, self.bypass.now_ms())
     }
 
     /// Drop every result that may depend on what changed. Results read before this call
@@ -457,7 +487,7 @@ impl QueryCache {
                 let mut l = self.index.lock_all();
                 let mut out = Vec::new();
                 self.index.invalidate_db(&mut l, db, &mut out);
-                self.remove(&out);
+                self.remove(&out, true);
             }
             Invalidation::All => {
                 bump(&c.invalidations_all);
@@ -486,6 +516,7 @@ impl QueryCache {
             fills_refused: get(&c.fills_refused),
             shared_misses: get(&c.shared_misses),
             lag_bypasses: get(&c.lag_bypasses),
+            bypass: self.bypass.stats(self.bypass.now_ms()),
             online: self.is_online(),
             bytes: e.bytes as u64,
         }

@@ -30,6 +30,9 @@ pub enum Outcome {
     NotCached(&'static str),
     /// A write (it invalidated what it may change).
     Write,
+    /// A cacheable read answered by the backend and not stored: its statement's results do
+    /// not pay back (the adaptive bypass, `crate::bypass`).
+    Bypassed,
     /// Anything else (SET, USE, transaction control, ...).
     Other,
 }
@@ -60,6 +63,9 @@ pub struct DigestStats {
     /// Cached results of this statement dropped by invalidations (rows or tables it read
     /// changed; not counted: drop-everything invalidations).
     pub invalidations: u64,
+    /// Cacheable reads answered by the backend and not stored because the statement was
+    /// bypassed (its results were invalidated before they were read).
+    pub bypassed: u64,
 }
 
 /// The table (see the module doc).
@@ -100,6 +106,7 @@ impl Digests {
         match outcome {
             Outcome::Hit => row.hits += 1,
             Outcome::Miss => row.misses += 1,
+            Outcome::Bypassed => row.bypassed += 1,
             _ => {}
         }
     }
@@ -144,6 +151,7 @@ impl Digests {
                 row.reason = r;
             }
             Outcome::Write => row.writes += 1,
+            Outcome::Bypassed => row.bypassed += 1,
             Outcome::Other => {}
         }
     }

@@ -28,7 +28,8 @@
 //!                                                      forget()
 //! cache.stats() -> Stats
 //! ```
-//! `Plan::Cached { key, tags }`: lookup; on a miss begin_fill, forward, finish_fill.
+//! `Plan::Cached { key, tags }`: lookup; on a miss begin_fill, forward, finish_fill
+//! (`FillStart::Skip`: the statement is bypassed, forward and store nothing: [`bypass`]).
 //! `Plan::Forward { .. }`: forward. `Plan::Write(invs)`: forward; `on_reply` applies
 //! `invs` (the proxy need not call `invalidate` for them; doing so is harmless).
 //!
@@ -39,7 +40,7 @@
 //! - `funcs`: deterministic / non-deterministic function lists;
 //! - [`session`]: per-connection state; `plan`: statement → [`Plan`];
 //! - `cache`: entries in an `engine::Engine`, versioned fills, singleflight
-//!   ([`flight`]), invalidation; `index`: the tag index (`ranges`: its integer-key
+//!   ([`flight`]), invalidation; [`bypass`]: statements whose results do not pay back; `index`: the tag index (`ranges`: its integer-key
 //!   ranges); `keys`: key values as tags (collations); `reply`: storable replies;
 //! - [`schema`]: the schema registry; [`effects`]: triggers, cascades and stored functions
 //!   (what a write changes beyond its text); [`stats`]: counters.
@@ -48,6 +49,7 @@
 
 mod analyze;
 mod ast;
+pub mod bypass;
 mod cache;
 pub mod config;
 pub mod digests;
@@ -73,6 +75,7 @@ pub mod types;
 mod values;
 mod writes;
 
+pub use bypass::BypassStats;
 pub use cache::{Fill, FillStart, QueryCache};
 pub use config::{Config, InTransactions, Mode};
 pub use digests::{DigestStats, Outcome};

@@ -36,6 +36,8 @@ pub struct Stats {
     /// Lookups sent to the backend because the binlog follower was further behind the
     /// backend than `--query-cache-max-lag`.
     pub lag_bypasses: u64,
+    /// The adaptive bypass: statements whose results do not pay back (`crate::bypass`).
+    pub bypass: crate::bypass::BypassStats,
     /// Whether lookups and fills are enabled (binlog connected).
     pub online: bool,
     /// Bytes of memory used by results.

@@ -17,7 +17,7 @@ fn plan(c: &querycache::QueryCache, s: &mut querycache::Session, sql: &str) -> (
 fn leader(f: FillStart) -> querycache::Fill {
     match f {
         FillStart::Leader(f) => f,
-        FillStart::Follower(_) | FillStart::Bypass => panic!("expected leader"),
+        FillStart::Follower(_) | FillStart::Bypass | FillStart::Skip => panic!("expected leader"),
     }
 }
 
@@ -132,7 +132,7 @@ fn identical_concurrent_misses_share_one_query() {
     let waiters: Vec<_> = (0..4)
         .map(|_| match c.begin_fill(&key, &tags) {
             FillStart::Follower(w) => w,
-            FillStart::Leader(_) | FillStart::Bypass => panic!("second miss must follow"),
+            FillStart::Leader(_) | FillStart::Bypass | FillStart::Skip => panic!("second miss must follow"),
         })
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

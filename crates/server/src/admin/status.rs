@@ -54,6 +54,7 @@ pub fn json(shared: &Arc<Shared>, history: &History) -> String {
                 "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
                 "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
                 "backend_us": d.backend_us, "bytes": d.bytes, "invalidations": d.invalidations,
+                "bypassed": d.bypassed, "bypassed_now": cache.bypassed(d.id),
             })
         });
         out.insert("queries".into(), Value::Array(rows.collect()));
