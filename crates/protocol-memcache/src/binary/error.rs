@@ -1,6 +1,5 @@
 //! Malformed requests and what memcached does about each.
 
-use super::response::write_error;
 use super::status::Status;
 
 /// What memcached 1.6.18 does with a malformed request (observed on the real server).
@@ -64,13 +63,6 @@ impl ParseError {
     /// True if the connection must be closed (after sending the reply, if any).
     pub fn closes(&self) -> bool {
         !matches!(self.action, Invalid::RespondAndSkip { .. })
-    }
-
-    /// Appends the error reply memcached sends (nothing for [`Invalid::Close`]).
-    pub fn write_reply(&self, out: &mut Vec<u8>) {
-        if let Some(status) = self.reply_status() {
-            write_error(out, self.opcode, status, self.opaque);
-        }
     }
 }
 

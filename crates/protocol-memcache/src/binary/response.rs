@@ -3,9 +3,21 @@
 //! Slices longer than their header field can describe (extras > 255, key > 65535 bytes,
 //! body > 4 GiB) are truncated so that the frame always stays well-formed.
 
-use super::header::{fit, join, RESPONSE_MAGIC};
+use super::error::ParseError;
+use super::header::{fit, join, HEADER_LEN, RESPONSE_MAGIC};
 use super::opcode::Opcode;
 use super::status::Status;
+
+// The reply to a malformed request lives with the other replies (`error.rs`, which `header.rs`
+// uses, would otherwise import this file, which uses `header.rs`).
+impl ParseError {
+    /// Appends the error reply memcached sends (nothing for [`super::Invalid::Close`]).
+    pub fn write_reply(&self, out: &mut Vec<u8>) {
+        if let Some(status) = self.reply_status() {
+            write_error(out, self.opcode, status, self.opaque);
+        }
+    }
+}
 
 /// Appends a response header only, for a body of `extras_len + key_len + value_len` bytes
 /// the caller appends (or sends) itself, e.g. to write a large value without copying it.
@@ -48,7 +60,7 @@ pub fn write_response(
 ) {
     let (e, k, v) = fit(extras.len(), key.len(), value.len());
     let (extras, key, value) = (&extras[..usize::from(e)], &key[..usize::from(k)], &value[..v]);
-    out.reserve(super::HEADER_LEN + extras.len() + key.len() + value.len());
+    out.reserve(HEADER_LEN + extras.len() + key.len() + value.len());
     // `fit` guarantees v fits in u32 together with e and k.
     write_response_header(out, opcode, status, opaque, cas, e, k, v as u32);
     out.extend_from_slice(extras);
@@ -105,7 +117,7 @@ pub fn write_get_hit(out: &mut Vec<u8>, opcode: Opcode, opaque: u32, cas: u64, f
     let key_len = if opcode.returns_key() { key.len() } else { 0 };
     let (_, _, v) = fit(4, key_len, value.len());
     let value = &value[..v];
-    out.reserve(super::HEADER_LEN + 4 + key_len + value.len());
+    out.reserve(HEADER_LEN + 4 + key_len + value.len());
     write_get_hit_header(out, opcode, opaque, cas, flags, key, v as u32);
     out.extend_from_slice(value);
 }
