@@ -5,9 +5,10 @@
 //! waits. In-process tests start servers the same way (`tests/`, see TESTING.md).
 //!
 //! Data flows one way: socket ([`listen`], [`workers`], [`conn`]) → protocol front end
-//! ([`text`], [`meta`], [`binary`]) → [`route`] (memory or a SQL container) → engine
-//! operations (`engine::ops`, the sharded in-memory store and its storage tier) or a
-//! container ([`pending`] replies) → one composer per protocol ([`compose`]).
+//! ([`text`], [`meta`], [`binary`]: parse, map to an engine operation) → [`route`] (where
+//! the key lives) → the one execution call ([`exec`]: the memory engine and its storage
+//! tier now, or a SQL container, now or later through [`pending`]) → one composer per
+//! protocol ([`compose`]) over the same [`outcome`] types.
 
 #![warn(missing_docs)]
 
@@ -26,12 +27,13 @@ mod containers;
 mod ctx;
 mod detail;
 mod durable;
+mod exec;
 mod invalidate;
 mod listen;
 pub mod logging;
 pub mod memory;
 mod meta;
-mod modes;
+mod outcome;
 mod pending;
 mod persistence;
 mod rbuf;

@@ -300,6 +300,28 @@ impl Container {
         self.m.values.len()
     }
 
+    /// The row a get would read from a table row given column by column: `col(name)` is
+    /// None if the row does not carry that column (a partial binlog image), `Some(None)`
+    /// for NULL, else the value's bytes (integers as decimal digits, as the backends read
+    /// them). None if a mapped column is missing or the row has expired at `now` (unix
+    /// seconds). (The server's `caching` containers compare binlog row images with their
+    /// memory copies this way.)
+    pub fn row_of_columns(&self, now: i64, col: impl Fn(&str) -> Option<Option<Vec<u8>>>) -> Option<Row> {
+        let m = &self.m;
+        let parts = m.values.iter().map(|c| col(&c.name)).collect::<Option<Vec<_>>>()?;
+        let int = |c: &Option<column::Column>| -> Option<Option<i64>> {
+            let Some(c) = c else { return Some(None) };
+            Some(col(&c.name)?.and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok()))
+        };
+        let e = ops::Existing {
+            parts,
+            flags: int(&m.flags)?.unwrap_or(0) as u32,
+            cas: int(&m.cas)?.unwrap_or(0) as u64,
+            exp: int(&m.expire)?,
+        };
+        e.live(now).then(|| e.to_row(&m.separator))
+    }
+
     async fn run(&self, op: Op) -> Result<OpResult, BackendError> {
         self.backend.execute(self.m.clone(), op).await
     }

@@ -1,16 +1,19 @@
 //! The binary protocol front end (memcached's `proto_bin.c`): frames requests with
-//! `protocol_memcache::binary` and maps each opcode onto the engine operations the text
-//! protocol uses too (`exec.rs`), memory and container keys alike.
+//! `protocol_memcache::binary`, maps each to its engine operation (`exec::Op::binary`: the
+//! one opcode mapping), routes its key once and runs it with the execution call
+//! (`exec::run`), replies composed by `compose::binary`; `stat.rs` answers `Stat`.
 
-mod exec;
 mod stat;
 
-use engine::ops;
-use protocol_memcache::binary::{parse_header, parse_request, write_error, Invalid, Opcode, Status, HEADER_LEN};
+use protocol_memcache::binary::{parse_header, parse_request, Invalid, Opcode, Request, Status, HEADER_LEN};
 
+use crate::compose::binary::{self as reply, Binary, To};
 use crate::ctx::{Ctx, Flow};
+use crate::exec::{self, NotOp, Op};
+use crate::route::{self, Where};
 use crate::sasl::Gate;
 use crate::timing::{self, Class, Proto};
+use crate::VERSION;
 
 /// Per-connection state that outlives one read.
 #[derive(Default)]
@@ -40,7 +43,10 @@ pub fn process(
             }
         }
         let rest = &buf[pos..];
-        // A value too large to store is refused from its header alone, then skipped.
+        // A store's key, routed once from its header: a value too large to store (or any
+        // write while the disk tier refuses them) is refused from the header alone, then
+        // skipped.
+        let mut routed: Option<Where> = None;
         match parse_header(rest) {
             Ok(None) => break,
             Ok(Some(h)) => {
@@ -48,11 +54,11 @@ pub fn process(
                     match crate::sasl::gate(&h, st.sasl.authenticated, ctx.shared.cfg.item_size_max) {
                         Gate::Pass => {}
                         Gate::Refuse => {
-                            write_error(out, h.opcode, Status::AuthError, h.opaque);
+                            reply::unauthenticated(out, h.opcode, h.opaque, false);
                             return (pos, Flow::Close);
                         }
                         Gate::TooLarge => {
-                            write_error(out, h.opcode, Status::OutOfMemory, h.opaque);
+                            reply::unauthenticated(out, h.opcode, h.opaque, true);
                             st.swallow = h.frame_len();
                             *budget -= 1;
                             continue;
@@ -60,6 +66,7 @@ pub fn process(
                     }
                 }
                 if let (Ok(op), true) = (h.check(), rest.len() >= h.head_len()) {
+                    let to = To { op, opaque: h.opaque };
                     if is_store(op) {
                         let key = &rest[HEADER_LEN + h.extras_len as usize..h.head_len()];
                         let flags = if h.extras_len >= 4 {
@@ -67,23 +74,15 @@ pub fn process(
                         } else {
                             0
                         };
-                        // The same size limit for memory and container keys; only a memory
-                        // key counts it and loses its old value (memcached's behaviour).
-                        if ops::item_too_large(&ctx.shared.engine, key.len(), h.value_len() as usize, flags) {
-                            if crate::route::binary_claims(ctx, op, key) {
-                                crate::route::too_large(ctx, key, op.base() == Opcode::Set);
-                            } else {
-                                let engine = &ctx.shared.engine;
-                                engine.access(key, &ctx.acks.receipt).stats().store_too_large += 1;
-                                if op.base() == Opcode::Set {
-                                    engine.access(key, &ctx.acks.receipt).remove();
-                                }
-                            }
-                            write_error(out, h.opcode, Status::ValueTooLarge, h.opaque);
+                        let at = route::key(ctx, key);
+                        let len = h.value_len() as usize;
+                        if let Some(r) = exec::admit(ctx, &at, key, len, flags, op.base() == Opcode::Set, true) {
+                            reply::refused(out, to, &r);
                             st.swallow = h.frame_len();
                             *budget -= 1;
                             continue;
                         }
+                        routed = Some(at);
                     }
                 }
             }
@@ -98,24 +97,17 @@ pub fn process(
                     crate::sasl::execute(sasl, &req, &mut st.sasl, out);
                     continue;
                 }
-                if crate::route::binary_claims(ctx, req.opcode(), req.key()) {
-                    // A container key (or an error about one): its reply may be pending.
-                    match exec::container(&req, ctx, out) {
-                        Flow::Continue => continue,
-                        flow => return (pos, flow),
-                    }
-                }
                 let t = timing::start(ctx.shared.timing);
                 let mark = out.len();
-                let flow = exec::memory(&req, ctx, out);
+                let (class, flow) = run(&req, routed, ctx, out);
                 ctx.acks.note(mark, out.len(), Some((req.opcode(), req.opaque())));
-                timing::done(&ctx.worker.latency, t, Proto::Binary, class_of(req.opcode()));
-                if !flow.is_continue() {
-                    return (pos, flow);
+                match flow {
+                    Flow::Continue => timing::done(&ctx.worker.latency, t, Proto::Binary, class),
+                    flow => return (pos, flow),
                 }
             }
             Err(e) => {
-                e.write_reply(out);
+                reply::invalid(out, &e);
                 match e.action {
                     Invalid::RespondAndSkip { skip, .. } => {
                         st.swallow = skip;
@@ -129,13 +121,43 @@ pub fn process(
     (pos, Flow::Continue)
 }
 
-/// The latency histogram a binary opcode counts in.
-fn class_of(op: Opcode) -> Class {
-    match op.base() {
-        Opcode::Get | Opcode::GetK | Opcode::Gat | Opcode::GatK => Class::Get,
-        op if is_store(op) => Class::Set,
-        _ => Class::Other,
+/// Run one request (`routed`: its key's route, if its header already had it); the latency
+/// class it counts in.
+fn run(req: &Request<'_>, routed: Option<Where>, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> (Class, Flow) {
+    let to = To { op: req.opcode(), opaque: req.opaque() };
+    let op = match Op::binary(req, ctx.shared.engine.config().use_cas) {
+        Ok(op) => op,
+        Err(NotOp::Malformed) => {
+            reply::error(out, to, Status::InvalidArguments);
+            return (Class::Other, Flow::Close);
+        }
+        Err(NotOp::Other) => return (Class::Other, other(req, to, ctx, out)),
+    };
+    if op.keyless() && ctx.shared.cfg.disable_flush_all {
+        reply::error(out, to, Status::AuthError);
+        return (Class::Other, Flow::Continue);
     }
+    let at = match routed {
+        Some(at) => at,
+        None if op.keyless() => route::keyless(ctx),
+        None => route::key(ctx, req.key()),
+    };
+    (op.class(), exec::run(ctx, at, req.key(), op, &Binary { to, key: req.key() }, out))
+}
+
+/// The requests that are not key operations.
+fn other(req: &Request<'_>, to: To, ctx: &Ctx<'_>, out: &mut Vec<u8>) -> Flow {
+    match to.op.base() {
+        Opcode::Quit => {
+            reply::ok(out, to, 0);
+            return Flow::Close;
+        }
+        Opcode::Noop => reply::ok(out, to, 0),
+        Opcode::Version => reply::version(out, to, VERSION),
+        Opcode::Stat => stat::stat(req.key(), to.opaque, ctx, out),
+        _ => reply::error(out, to, Status::UnknownCommand),
+    }
+    Flow::Continue
 }
 
 fn is_store(op: Opcode) -> bool {

@@ -1,8 +1,7 @@
 //! The binary `Stat` command: the same figures as the text protocol's `stats`, written
 //! through the binary stats sink.
 
-use protocol_memcache::binary::{write_error, write_stat, write_stat_end, Opcode, Status};
-
+use crate::compose::binary as reply;
 use crate::ctx::Ctx;
 
 /// `Stat`: the same figures as the text protocol's `stats`, one key/value reply each,
@@ -21,21 +20,21 @@ pub fn stat(key: &[u8], opaque: u32, ctx: &Ctx<'_>, out: &mut Vec<u8>) {
             b"dump" => {
                 let mut dump = Vec::new();
                 ctx.shared.detail.dump(&mut dump);
-                write_stat(out, opaque, b"detailed", &dump);
+                reply::stat(out, opaque, b"detailed", &dump);
             }
             _ => {
-                write_error(out, Opcode::Stat, Status::KeyNotFound, opaque);
+                reply::stat_unknown(out, opaque);
                 return;
             }
         }
-        write_stat_end(out, opaque);
+        reply::stat_end(out, opaque);
         return;
     }
     if args.get(0) == b"reset" {
         crate::stats::reset(ctx);
     } else if !crate::stats::report(args.get(0), ctx.shared, &mut crate::stats::BinarySink { out, opaque }) {
-        write_error(out, Opcode::Stat, Status::KeyNotFound, opaque);
+        reply::stat_unknown(out, opaque);
         return;
     }
-    write_stat_end(out, opaque);
+    reply::stat_end(out, opaque);
 }

@@ -1,80 +1,136 @@
-//! The memory side of the container policies: `cache_only` (a private engine with
-//! memcached's semantics) and `caching` (that engine in front of the table).
+//! The `caching` policy: a container's private engine in front of its table (`cache_only`
+//! runs memcached's semantics on that engine: `crate::exec`).
+//!
+//! * Reads look in memory first; a miss reads the table and keeps the row in memory for
+//!   at most `cache_ttl` (never past the row's own expiry).
+//! * Writes go to the table. With the table's binlog followed, a set/add/replace/cas that
+//!   stores leaves its row in memory once the binlog shows it (`through.rs`); any other
+//!   write drops the memory copy, and the next read refills it.
+//! * Reads that keep missing (a copy far smaller than what is read) pause the copy: gets
+//!   read the table alone for a while, longer each time it still does not pay
+//!   (`engine::backoff`).
+//! * flush empties both.
 
-use engine::ops::{self as eops, GetOptions};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::backoff::Backoff;
+use engine::clock::absolute_unix_exptime;
+use engine::ops::{self as eops, GetOptions, StoreMode, StoreOutcome};
 use engine::Engine;
-use sql_containers::{Container, Row};
-
-use sql_containers::{Reply, Request};
+use parking_lot::Mutex;
+use sql_containers::{Container, Reply, Request, Row};
 
 use super::stats::ContainerStats;
-use super::Fail;
+use super::through::Expect;
+use crate::pending::Fail;
 use ::binlog::fresh::Freshness;
 
 /// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
-/// backend cas and absolute exptime (so a hit answers what the table would).
-const CACHE_HEADER: usize = 16;
+/// backend cas, its absolute exptime (so a hit answers what the table would), and whether
+/// the binlog confirmed the row (a write-through copy: `through.rs`).
+const CACHE_HEADER: usize = 17;
+/// Gets (keys) judged at once for the read bypass.
+const WINDOW: u32 = 256;
+/// The copy pays back if at least one key in this many is a hit.
+const HIT_SHARE: u32 = 32;
 
-fn row_of(e: &Engine, it: &engine::item::Item) -> Row {
-    let exptime = if it.exptime == 0 { 0 } else { e.clock().to_unix(it.exptime) };
-    Row { value: it.value().to_vec(), flags: it.flags, cas: it.cas, exptime }
+/// A `caching` container's memory copy and what keeps it worth its cost.
+pub struct Copy {
+    /// The container's private engine.
+    pub engine: Arc<Engine>,
+    /// Writes waiting for their binlog event (None: the binlog is not followed, writes
+    /// drop the copy).
+    pub expect: Option<Arc<Expect>>,
+    /// Keys read and found since the last verdict of the read bypass.
+    gets: AtomicU32,
+    hits: AtomicU32,
+    /// Reads skip the copy until this time (ms since `start`).
+    paused_until: AtomicU64,
+    pause: Mutex<Backoff>,
+    start: Instant,
 }
 
-/// `cache_only`: the container's private engine, memcached's semantics.
-pub(crate) fn memory_op(e: &Engine, op: Request) -> Result<Reply, Fail> {
-    Ok(match op {
-        Request::Get { keys, touch } => Reply::Rows(
-            keys.iter()
-                .map(|k| {
-                    eops::get(e, k, GetOptions { touch }, engine::Receipt::none(), |it| it.map(|it| row_of(e, it)))
-                })
-                .collect(),
-        ),
-        Request::Store { mode, key, value, flags, exptime, cas } => {
-            let req = eops::StoreRequest::new(mode, &key, &value, flags, exptime, cas);
-            Reply::Store(eops::store(e, &req, engine::Receipt::none()))
+impl Copy {
+    /// The copy in `engine`, written through when `expect` is given.
+    pub fn new(engine: Arc<Engine>, expect: Option<Arc<Expect>>) -> Copy {
+        Copy {
+            engine,
+            expect,
+            gets: AtomicU32::new(0),
+            hits: AtomicU32::new(0),
+            paused_until: AtomicU64::new(0),
+            pause: Mutex::new(Backoff::default()),
+            start: Instant::now(),
         }
-        Request::Delete { key, cas: Some(0) } => {
-            // `md k C0` compares like any CAS: an item's CAS is never 0 while CAS is on.
-            let found = e.access(&key, engine::Receipt::none()).lookup().map(|it| it.cas).ok();
-            match found {
-                Some(c) if c != 0 => Reply::Delete(eops::DeleteOutcome::Exists),
-                _ => Reply::Delete(eops::delete(e, &key, 0, engine::Receipt::none())),
-            }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// `keys` read, `hits` of them from memory: judge the copy once a window is full.
+    fn sample(&self, keys: u32, hits: u32, stats: &ContainerStats) {
+        self.hits.fetch_add(hits, Ordering::Relaxed);
+        if self.gets.fetch_add(keys, Ordering::Relaxed) + keys < WINDOW {
+            return;
         }
-        Request::Delete { key, cas } => Reply::Delete(eops::delete(e, &key, cas.unwrap_or(0), engine::Receipt::none())),
-        Request::Arith { key, incr, delta, init, cas, touch } => {
-            let req = eops::ArithRequest { key: &key, incr, delta, cas, create: init, touch };
-            Reply::Arith(eops::arith(e, &req, engine::Receipt::none()))
+        let mut pause = self.pause.lock();
+        let (gets, hits) = (self.gets.swap(0, Ordering::Relaxed), self.hits.swap(0, Ordering::Relaxed));
+        if gets < WINDOW {
+            return; // another thread judged this window
         }
-        Request::Touch { key, exptime } => {
-            Reply::Touch(eops::get(e, &key, GetOptions { touch: Some(exptime) }, engine::Receipt::none(), |it| {
-                it.map(|it| row_of(e, it))
-            }))
+        let now = self.now_ms();
+        if pause.verdict(hits.saturating_mul(HIT_SHARE) >= gets, now) {
+            stats.read_bypass_started();
+            self.paused_until.store(pause.until(), Ordering::Relaxed);
         }
-        Request::Flush => {
-            e.flush_all(0, engine::Receipt::none());
-            Reply::Done
-        }
-    })
+    }
+
+    /// Do reads skip the copy now (it did not pay back)?
+    fn paused(&self) -> bool {
+        self.paused_until.load(Ordering::Relaxed) > self.now_ms()
+    }
 }
 
-/// A cached copy of a row (`caching`), if present.
-fn cached(e: &Engine, key: &[u8]) -> Option<Row> {
+/// A cached copy of a row, if present, and whether the binlog confirmed it.
+pub(crate) fn cached(e: &Engine, key: &[u8]) -> Option<(Row, bool)> {
     eops::get(e, key, GetOptions { touch: None }, engine::Receipt::none(), |it| {
         let it = it?;
         let v = it.value();
-        (v.len() >= CACHE_HEADER).then(|| Row {
-            cas: u64::from_be_bytes(v[..8].try_into().unwrap_or_default()),
-            exptime: i64::from_be_bytes(v[8..16].try_into().unwrap_or_default()),
-            flags: it.flags,
-            value: v[CACHE_HEADER..].to_vec(),
+        (v.len() >= CACHE_HEADER).then(|| {
+            let row = Row {
+                cas: u64::from_be_bytes(v[..8].try_into().unwrap_or_default()),
+                exptime: i64::from_be_bytes(v[8..16].try_into().unwrap_or_default()),
+                flags: it.flags,
+                value: v[CACHE_HEADER..].to_vec(),
+            };
+            (row, v[16] == 1)
         })
     })
 }
 
-/// Keep a row in memory for at most `cache_ttl` (and not past the row's own expiry).
-fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
+/// A cached copy of a row as [`cached`] reads it, without counting or bumping it (the
+/// binlog follower compares it with a row image).
+pub(crate) fn peek(e: &Engine, key: &[u8]) -> Option<(Row, bool)> {
+    let mut a = e.access(key, engine::Receipt::none());
+    let it = a.lookup().ok()?;
+    let v = it.value();
+    (v.len() >= CACHE_HEADER).then(|| {
+        let row = Row {
+            cas: u64::from_be_bytes(v[..8].try_into().unwrap_or_default()),
+            exptime: i64::from_be_bytes(v[8..16].try_into().unwrap_or_default()),
+            flags: it.flags,
+            value: v[CACHE_HEADER..].to_vec(),
+        };
+        (row, v[16] == 1)
+    })
+}
+
+/// Keep a row in memory for at most `cache_ttl` (and not past the row's own expiry);
+/// `confirmed`: the binlog showed it (a write's row).
+pub(crate) fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row, confirmed: bool) {
     let mut ttl = c.cache_ttl().as_secs() as i64;
     if row.exptime > 0 {
         ttl = ttl.min(row.exptime - e.clock().unix_now());
@@ -85,40 +141,44 @@ fn fill(c: &Container, e: &Engine, key: &[u8], row: &Row) {
     let mut v = Vec::with_capacity(CACHE_HEADER + row.value.len());
     v.extend_from_slice(&row.cas.to_be_bytes());
     v.extend_from_slice(&row.exptime.to_be_bytes());
+    v.push(u8::from(confirmed));
     v.extend_from_slice(&row.value);
-    let req = eops::StoreRequest::new(eops::StoreMode::Set, key, &v, row.flags, ttl, 0);
+    let req = eops::StoreRequest::new(StoreMode::Set, key, &v, row.flags, ttl, 0);
     let _ = eops::store(e, &req, engine::Receipt::none());
 }
 
-/// `caching`: reads from memory first (a miss reads the table and fills memory for at
-/// most `cache_ttl`); writes go to the table first, then drop the memory copy (the next
-/// read refills it); flush empties both.
-///
-/// While the binlog follower is too far behind (`fresh` says so), gets skip memory and read
-/// the table; what they read is newer than the follower, so it still fills memory (the
-/// follower's older changes can only drop it).
+/// `caching` (see the module doc). While the binlog follower is too far behind (`fresh`
+/// says so), gets skip memory and read the table; what they read is newer than the
+/// follower, so it still fills memory (the follower's older changes can only drop it).
 pub(crate) async fn caching_op(
     c: &Container,
-    e: &Engine,
+    copy: &Copy,
     op: Request,
     fresh: Option<&Freshness>,
     stats: &ContainerStats,
 ) -> Result<Reply, Fail> {
+    let e = &*copy.engine;
     match op {
         Request::Get { keys, touch: None } => {
+            if copy.paused() {
+                stats.read_bypassed(keys.len() as u64);
+                let ks: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+                return Ok(Reply::Rows(c.get_many(&ks).await?));
+            }
             let mut rows: Vec<Option<Row>> = if fresh.is_none_or(Freshness::fresh) {
-                keys.iter().map(|k| cached(e, k)).collect()
+                keys.iter().map(|k| cached(e, k).map(|(row, _)| row)).collect()
             } else {
                 stats.lag_bypassed();
                 vec![None; keys.len()]
             };
             let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
+            copy.sample(keys.len() as u32, (keys.len() - miss.len()) as u32, stats);
             if !miss.is_empty() {
                 let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();
                 let got = c.get_many(&ks).await?;
                 for (j, r) in miss.into_iter().zip(got) {
                     if let Some(r) = &r {
-                        fill(c, e, &keys[j], r);
+                        fill(c, e, &keys[j], r, false);
                     }
                     rows[j] = r;
                 }
@@ -130,6 +190,11 @@ pub(crate) async fn caching_op(
             e.flush_all(0, engine::Receipt::none());
             r
         }
+        Request::Store { mode: StoreMode::Set | StoreMode::Add | StoreMode::Replace | StoreMode::Cas, .. }
+            if copy.expect.is_some() =>
+        {
+            written_through(c, copy, op).await
+        }
         op => {
             let keys = op.keys();
             let r = c.execute(op).await.map_err(Fail::from);
@@ -140,4 +205,34 @@ pub(crate) async fn caching_op(
             r
         }
     }
+}
+
+/// A store whose row the binlog will put in memory (`through.rs`): the old copy goes
+/// before the write is sent, the expectation is registered; a write that did not store
+/// settles it.
+async fn written_through(c: &Container, copy: &Copy, op: Request) -> Result<Reply, Fail> {
+    let (e, expect) = (&*copy.engine, copy.expect.as_deref());
+    let Request::Store { key, value, flags, exptime, .. } = &op else {
+        unreachable!("a store");
+    };
+    let key = key.clone();
+    e.access(&key, engine::Receipt::none()).remove();
+    let exptime = if c.has_expire() { absolute_unix_exptime(*exptime, e.clock().unix_now()).max(0) } else { 0 };
+    let flags = if c.has_flags() { *flags } else { 0 };
+    let expected = expect.is_some_and(|x| x.register(&key, value, flags, exptime));
+    let r = c.execute(op).await.map_err(Fail::from);
+    match &r {
+        Ok(Reply::Store(StoreOutcome::Stored(_))) if expected => {}
+        Ok(_) => {
+            if let Some(x) = expect {
+                x.forget(&key);
+            }
+            e.access(&key, engine::Receipt::none()).remove();
+        }
+        // The outcome is unknown: the row may have been written (then its event fills).
+        Err(_) => {
+            e.access(&key, engine::Receipt::none()).remove();
+        }
+    }
+    r
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use sql_containers::LoadError;
 
-use super::{Budget, Fail, Sql};
+use super::sql::{load, Budget, Sql};
+use crate::pending::Fail;
 
 /// How often a waiting slot tries to load its containers again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -49,7 +50,7 @@ impl Slot {
     /// The reply to a container command while waiting.
     pub fn unavailable(&self) -> Fail {
         let why = self.why.lock().map(|w| w.clone()).unwrap_or_default();
-        Fail::Server(format!("containers unavailable: {why}"))
+        Fail::Down(format!("containers unavailable: {why}"))
     }
 
     /// While waiting: does `key` belong to the containers (`@@name...`, or every key with
@@ -89,7 +90,7 @@ impl Slot {
             std::thread::sleep(RETRY);
             let Some(slot) = slot.upgrade() else { return };
             let path = path.as_str();
-            match super::load(path, &budget, timing, &feeds) {
+            match load(path, &budget, timing, &feeds) {
                 Ok(sql) => {
                     let loaded = super::describe::summary(&sql);
                     let _ = slot.ready.set(Arc::new(sql));

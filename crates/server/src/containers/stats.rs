@@ -7,7 +7,11 @@
 //! `container_<c>_flushes`, `container_<c>_errors` (SERVER_ERROR / CLIENT_ERROR answers),
 //! `container_<c>_invalidations` (memory copies dropped because the binlog showed the row
 //! change, `caching` containers on MariaDB/MySQL), `container_<c>_lag_bypasses` (gets that
-//! skipped the memory copy because the binlog follower was further behind than `max_lag_ms`), then `containers_backend_commits`, `containers_backend_connects`,
+//! skipped the memory copy because the binlog follower was further behind than `max_lag_ms`),
+//! `container_<c>_written_through` (rows the binlog confirmed a write through sqlcached stored,
+//! put in the memory copy), `container_<c>_read_bypasses` (keys read from the table alone
+//! because reads kept missing the memory copy), `container_<c>_read_bypass_starts` (times
+//! that began), then `containers_backend_commits`, `containers_backend_connects`,
 //! `containers_backend_errors`, `containers_backend_lost_batches`,
 //! `containers_backend_lost_writes`, `containers_backend_reads_inline` (SQLite gets read on
 //! the worker's own connection).
@@ -31,6 +35,12 @@ pub struct ContainerStats {
     invalidations: AtomicU64,
     /// Gets that skipped the memory copy because the binlog follower was too far behind.
     lag_bypasses: AtomicU64,
+    /// Rows put in the memory copy because the binlog confirmed a write through sqlcached.
+    written_through: AtomicU64,
+    /// Keys read from the table alone because reads kept missing the memory copy.
+    read_bypasses: AtomicU64,
+    /// Times reads began to skip the memory copy.
+    read_bypass_starts: AtomicU64,
     /// Operation latencies by [`OPS`] (with `--metrics-listen`).
     latency: [Histogram; 4],
 }
@@ -40,6 +50,7 @@ pub struct ContainerStats {
 pub const OPS: [&str; 4] = ["get", "write", "delete", "flush"];
 
 /// What one container operation was, for counting.
+#[derive(Clone, Copy, Debug)]
 pub enum Counted {
     /// A get/gets of this many keys, this many found.
     Get { keys: u64, hits: u64 },
@@ -51,6 +62,18 @@ pub enum Counted {
     Flush,
     /// An operation that answered an error.
     Error,
+}
+
+impl Counted {
+    /// The latency histogram it is timed in (an index into [`OPS`]; an error as a write).
+    pub fn op_index(&self) -> usize {
+        match self {
+            Counted::Get { .. } => 0,
+            Counted::Write | Counted::Error => 1,
+            Counted::Delete => 2,
+            Counted::Flush => 3,
+        }
+    }
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -82,6 +105,21 @@ impl ContainerStats {
         bump(&self.lag_bypasses, 1);
     }
 
+    /// Count a row a confirmed write put in the memory copy.
+    pub fn written_through(&self) {
+        bump(&self.written_through, 1);
+    }
+
+    /// Count `n` keys read from the table alone (the copy did not pay back).
+    pub fn read_bypassed(&self, n: u64) {
+        bump(&self.read_bypasses, n);
+    }
+
+    /// Count a pause of the memory copy for reads.
+    pub fn read_bypass_started(&self) {
+        bump(&self.read_bypass_starts, 1);
+    }
+
     /// Count the time of an operation of kind `op` (an index into [`OPS`]) begun at `t`.
     pub fn timed(&self, op: usize, t: Option<Instant>) {
         if let Some(t) = t {
@@ -95,7 +133,9 @@ impl ContainerStats {
             c.store(0, Ordering::Relaxed);
         }
         self.invalidations.store(0, Ordering::Relaxed);
-        self.lag_bypasses.store(0, Ordering::Relaxed);
+        for c in [&self.lag_bypasses, &self.written_through, &self.read_bypasses, &self.read_bypass_starts] {
+            c.store(0, Ordering::Relaxed);
+        }
         self.latency.iter().for_each(Histogram::reset);
     }
 
@@ -114,6 +154,9 @@ impl ContainerStats {
             ("error", &self.errors),
             ("invalidation", &self.invalidations),
             ("lag_bypass", &self.lag_bypasses),
+            ("written_through", &self.written_through),
+            ("read_bypass", &self.read_bypasses),
+            ("read_bypass_start", &self.read_bypass_starts),
         ] {
             ops.push(Series::new(l("op", op), Value::Counter(v(c))));
         }
@@ -139,6 +182,9 @@ impl ContainerStats {
             ("errors", v(&self.errors)),
             ("invalidations", v(&self.invalidations)),
             ("lag_bypasses", v(&self.lag_bypasses)),
+            ("written_through", v(&self.written_through)),
+            ("read_bypasses", v(&self.read_bypasses)),
+            ("read_bypass_starts", v(&self.read_bypass_starts)),
         ] {
             out.push((format!("container_{name}_{what}"), n));
         }

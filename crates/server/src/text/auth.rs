@@ -32,10 +32,7 @@ impl Gate {
     pub fn run(&mut self, buf: &[u8], file: &AuthFile, out: &mut Vec<u8>) -> (usize, Flow) {
         let mut pos = 0;
         let base = out.len();
-        let say = |out: &mut Vec<u8>, line: &[u8]| {
-            out.truncate(base);
-            out.extend_from_slice(line);
-        };
+        let say = |out: &mut Vec<u8>, line: &[u8]| crate::compose::text::replace(out, base, line);
         loop {
             let rest = &buf[pos..];
             match self.pending {

@@ -1,23 +1,22 @@
 //! The text protocol front end: frames lines out of the read buffer, parses them with
-//! `protocol_memcache::text`, and hands each command to its executor (one file per
-//! command family, as memcached's `proto_text.c` functions).
+//! `protocol_memcache::text`, and runs each command: a key command is mapped to its engine
+//! operation (`exec::Op::text`, `Op::meta`), routed once (`route`) and run by the one
+//! execution call (`exec::run`) with its reply (`compose::text`, `compose::meta`); a
+//! multi-key retrieval is `retrieval.rs`, the administrative commands `admin.rs`.
 
 mod admin;
-mod arith;
 mod auth;
-mod delete;
 mod retrieval;
-mod storage;
-mod touch;
 
-use engine::ops;
+use protocol_memcache::meta::MetaCmd;
 use protocol_memcache::text::{self, Command, Frame, StoreCmd};
 
+use crate::compose::text::Text;
 use crate::ctx::{Ctx, Flow};
+use crate::exec::{self, Op};
 use crate::meta;
-use crate::route::Routed;
+use crate::route::{self, Where};
 use crate::timing::{self, Class, Proto};
-use protocol_memcache::meta::MetaCmd;
 
 /// Per-connection parser state that outlives one read.
 #[derive(Default)]
@@ -60,8 +59,8 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             eprintln!("<{} {}", ctx.conn.addr, String::from_utf8_lossy(line));
         }
         if let Some(sql) = &ctx.shared.sql {
-            if let Some(r) = crate::route::bind_line(sql, line, ctx) {
-                out.extend_from_slice(&r);
+            if let Some(r) = route::bind_line(sql, line, ctx) {
+                crate::compose::text::bound(out, r);
                 pos += used;
                 *budget -= 1;
                 continue;
@@ -74,8 +73,7 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
                     return (pos, Flow::Close);
                 }
                 if !e.silent {
-                    out.extend_from_slice(e.msg.as_bytes());
-                    out.extend_from_slice(b"\r\n");
+                    crate::compose::text::error_line(out, e.msg);
                 }
                 st.swallow = e.swallow;
                 pos += used;
@@ -84,89 +82,44 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
             }
         };
         *budget -= 1;
-        // Commands with a data block wait until all of it is buffered.
-        // (data length, key length, client flags): what memcached sizes the item by.
-        let data_len = match &cmd {
-            Command::Store { bytes, key, flags, .. } => Some((*bytes, key.len(), *flags)),
-            Command::Meta(m) if m.cmd == protocol_memcache::meta::MetaCmd::Set => {
-                Some((m.datalen, m.key.len(), m.flags.client_flags))
+        // The one route of a single-key (or keyless) command, before its data is read.
+        let at = route_of(&cmd, ctx);
+        // Commands with a data block: (data length, key, client flags, a set, noreply).
+        let data = match &cmd {
+            Command::Store { bytes, key, flags, cmd, noreply, .. } => {
+                Some((*bytes, *key, *flags, *cmd == StoreCmd::Set, *noreply, true))
+            }
+            Command::Meta(m) if m.cmd == MetaCmd::Set => {
+                Some((m.datalen, &m.key[..], m.flags.client_flags, true, false, false))
             }
             _ => None,
         };
-        // A container key skips the memory tier's own checks (disk refusal, size
-        // precheck, timing: the containers time their operations themselves).
-        let to_sql = crate::route::claims(ctx, &cmd);
-        let writes = data_len.is_some()
-            || matches!(
-                cmd,
-                Command::Delete { .. } | Command::Arith { .. } | Command::Touch { .. } | Command::FlushAll { .. }
-            )
-            || matches!(&cmd, Command::Meta(m) if matches!(m.cmd, MetaCmd::Delete | MetaCmd::Arith));
-        // Refused before reading the data (an item too large, or the disk tier is degraded):
-        // reply now, discard the block (these errors are sent under noreply too).
-        let refusal: Option<&[u8]> = match (to_sql, data_len) {
-            (true, Some((len, key_len, flags))) if ops::item_too_large(&ctx.shared.engine, key_len, len, flags) => {
-                let noreply = matches!(cmd, Command::Store { noreply: true, .. });
-                match &cmd {
-                    Command::Store { cmd, key, .. } => crate::route::too_large(ctx, key, *cmd == StoreCmd::Set),
-                    Command::Meta(m) => crate::route::too_large(ctx, &m.key, true),
-                    _ => {}
-                }
-                Some(if noreply { b"" } else { protocol_memcache::text::reply::TOO_LARGE })
-            }
-            (true, _) => None,
-            (false, _) if writes => {
-                crate::persistence::refusal(ctx.shared).or_else(|| storage::precheck(&cmd, ctx).map(|r| r.reply))
-            }
-            (false, _) => None,
-        };
-        if let Some(err) = refusal {
-            out.extend_from_slice(err);
-            if let Some((len, ..)) = data_len {
-                st.swallow = len + 2;
-            }
-            pos += used;
-            continue;
-        }
-        let mut block = None;
+        let mut block: &[u8] = b"";
         let mut consumed = used;
-        if let Some((len, ..)) = data_len {
+        if let (Some((len, key, flags, set, noreply, detail)), Some(at)) = (data, &at) {
+            // Refused before reading the data (an item too large, or the disk tier refuses
+            // writes): reply now, discard the block.
+            if let Some(r) = exec::admit(ctx, at, key, len, flags, set, detail) {
+                crate::compose::text::refused(out, noreply, &r);
+                st.swallow = len + 2;
+                pos += used;
+                continue;
+            }
             // Commands with a data block wait until all of it is buffered.
             consumed = used + len + 2;
             if buf.len() - pos < consumed {
                 *budget += 1;
                 break;
             }
-            block = Some(&buf[pos + used..pos + consumed]);
+            block = &buf[pos + used..pos + consumed];
         }
         pos += consumed;
-        let t = (!to_sql).then(|| timing::start(ctx.shared.timing)).flatten();
-        let (proto, class) = match &cmd {
-            Command::Get { .. } | Command::Gat { .. } => (Proto::Text, Class::Get),
-            Command::Store { .. } => (Proto::Text, Class::Set),
-            Command::Meta(m) if m.cmd == MetaCmd::Get => (Proto::Meta, Class::Get),
-            Command::Meta(m) if m.cmd == MetaCmd::Set => (Proto::Meta, Class::Set),
-            Command::Meta(_) => (Proto::Meta, Class::Other),
-            _ => (Proto::Text, Class::Other),
-        };
+        let t = timing::start(ctx.shared.timing);
         let mark = out.len();
-        let flow = match cmd {
-            Command::Get { cas, keys } => retrieval::get(keys, cas, None, ctx, out),
-            Command::Gat { cas, exptime, keys } => retrieval::get(keys, cas, Some(exptime), ctx, out),
-            Command::Store { .. } => storage::execute(&cmd, block.unwrap_or(b""), ctx, out),
-            Command::Delete { key, noreply } => delete::execute(key, noreply, ctx, out),
-            Command::Arith { incr, key, delta, noreply } => arith::execute(incr, key, delta, noreply, ctx, out),
-            Command::Touch { key, exptime, noreply } => touch::execute(key, exptime, noreply, ctx, out),
-            Command::Meta(m) => meta::execute(m, block, ctx, out),
-            Command::Stats { args } => crate::stats::execute(&args, ctx, out),
-            other => admin::execute(other, ctx, out),
-        };
-        if !to_sql {
-            ctx.acks.note(mark, out.len(), None);
-            timing::done(&ctx.worker.latency, t, proto, class);
-        }
+        let (proto, class, flow) = run(&cmd, at, block, ctx, out);
+        ctx.acks.note(mark, out.len(), None);
         match flow {
-            Flow::Continue => {}
+            Flow::Continue => timing::done(&ctx.worker.latency, t, proto, class),
             // A pending reply: the connection awaits it, then goes on after these bytes.
             flow => return (pos, flow),
         }
@@ -174,20 +127,64 @@ pub fn process(buf: &[u8], st: &mut TextState, ctx: &Ctx<'_>, out: &mut Vec<u8>,
     (pos, Flow::Continue)
 }
 
-/// Write `bytes` unless the command asked for no reply.
-#[inline]
-pub(crate) fn say(out: &mut Vec<u8>, noreply: bool, bytes: &[u8]) {
-    if !noreply {
-        out.extend_from_slice(bytes);
+/// Where a command with one key (or none: `flush_all`) runs; None for the others.
+fn route_of(cmd: &Command<'_>, ctx: &Ctx<'_>) -> Option<Where> {
+    match cmd {
+        Command::Store { key, .. }
+        | Command::Delete { key, .. }
+        | Command::Arith { key, .. }
+        | Command::Touch { key, .. } => Some(route::key(ctx, key)),
+        Command::FlushAll { .. } => Some(route::keyless(ctx)),
+        Command::Meta(m) => match m.cmd {
+            MetaCmd::Get | MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith => Some(route::key(ctx, &m.key)),
+            MetaCmd::Debug => Some(route::unrouted()),
+            MetaCmd::Noop => None,
+        },
+        _ => None,
     }
 }
 
-/// A key the containers would not take: its error (the containers being unavailable is
-/// said even under `noreply`, like memcached's other `SERVER_ERROR` replies).
-pub(crate) fn refused(out: &mut Vec<u8>, noreply: bool, r: Routed) {
-    match r {
-        Routed::Down(f) => out.extend(f.line()),
-        Routed::Bind(f) | Routed::Refused(f) => crate::compose::text::fail(out, noreply, &f),
-        Routed::Memory | Routed::Container(_) => {}
+/// Run one command (`block`: its data block with its `\r\n`); what it is timed as.
+#[inline(always)]
+fn run(cmd: &Command<'_>, at: Option<Where>, block: &[u8], ctx: &Ctx<'_>, out: &mut Vec<u8>) -> (Proto, Class, Flow) {
+    let (key, noreply, class) = match cmd {
+        Command::Get { cas, keys } => return (Proto::Text, Class::Get, retrieval::get(keys, *cas, None, ctx, out)),
+        Command::Gat { cas, exptime, keys } => {
+            return (Proto::Text, Class::Get, retrieval::get(keys, *cas, Some(*exptime), ctx, out))
+        }
+        Command::Meta(m) => {
+            let class = match m.cmd {
+                MetaCmd::Get => Class::Get,
+                MetaCmd::Set => Class::Set,
+                _ => Class::Other,
+            };
+            return (Proto::Meta, class, meta::execute(m, at, value(block), ctx, out));
+        }
+        Command::Stats { args } => return (Proto::Text, Class::Other, crate::stats::execute(args, ctx, out)),
+        Command::Store { key, noreply, .. } => (*key, *noreply, Class::Set),
+        Command::Delete { key, noreply }
+        | Command::Arith { key, noreply, .. }
+        | Command::Touch { key, noreply, .. } => (*key, *noreply, Class::Other),
+        _ => return (Proto::Text, Class::Other, admin::execute(cmd, at, ctx, out)),
+    };
+    let flow = match (at, value(block)) {
+        (Some(at), Some(value)) => match Op::text(cmd, value) {
+            Some(op) => exec::run(ctx, at, key, op, &Text::line(noreply), out),
+            None => Flow::Continue,
+        },
+        _ => {
+            crate::compose::text::bad_chunk(out, noreply);
+            Flow::Continue
+        }
+    };
+    (Proto::Text, class, flow)
+}
+
+/// A data block's value (`block` without its `\r\n`; empty without a block); None if the
+/// block does not end with `\r\n`.
+fn value(block: &[u8]) -> Option<&[u8]> {
+    if block.is_empty() {
+        return Some(block);
     }
+    block.strip_suffix(b"\r\n")
 }
