@@ -158,6 +158,70 @@ def test_caching_follows_the_binlog(mdb, client_of):
     assert c.value("@@cached.bl1") == b"changed in sql"
 
 
+def test_caching_writes_through(mdb, client_of):
+    """Issue 43 item 3 (seed 001): under `caching` a set writes the table and, once the binlog
+    shows the row it stored, the memory copy (as the InnoDB plugin's `caching` does), so a
+    read after its own write is a hit; any other change still drops the copy."""
+    from harness.mysqlproxy import stats
+
+    db, s = mdb
+    c = client_of(s)
+
+    def written_through():
+        return stats(s.port).get("container_cached_written_through", 0)
+
+    def eventually(cond, what):
+        deadline = time.time() + 10
+        while not cond() and time.time() < deadline:
+            time.sleep(0.05)
+        assert cond(), what
+
+    before = written_through()
+    assert c.store("set", "@@cached.wt1", "mine", flags=5) == b"STORED"
+    eventually(lambda: written_through() > before, "the write's binlog event did not fill the copy")
+    # Proof that the get is answered from memory: a change the binlog never shows.
+    db.sql("SET sql_log_bin = 0; UPDATE test.demo_test SET c2 = 'unlogged' WHERE c1 = 'wt1';")
+    got, _ = c.get("@@cached.wt1")
+    assert got["@@cached.wt1"][:2] == (5, b"mine"), got
+    # The next write replaces it (its own event), a direct SQL change drops it.
+    before = written_through()
+    assert c.store("set", "@@cached.wt1", "again") == b"STORED"
+    eventually(lambda: written_through() > before, "the second write did not fill the copy")
+    assert c.value("@@cached.wt1") == b"again"
+    db.sql("UPDATE test.demo_test SET c2 = 'from sql' WHERE c1 = 'wt1'")
+    eventually(lambda: c.value("@@cached.wt1") == b"from sql", "a direct change did not drop the copy")
+    # A write that does not store fills nothing.
+    before = written_through()
+    assert c.store("add", "@@cached.wt1", "not stored") == b"NOT_STORED"
+    assert c.value("@@cached.wt1") == b"from sql"
+    time.sleep(0.3)
+    assert written_through() == before
+
+
+def test_caching_reads_that_keep_missing_skip_the_copy(mdb, client_of):
+    """Issue 43 item 3: gets of a `caching` container that keep missing its memory copy (here
+    keys no row has) pause the copy: they read the table alone for a while
+    (container_<c>_read_bypasses), and the copy is tried again after (a second, first)."""
+    from harness.mysqlproxy import stats
+
+    db, s = mdb
+    c = client_of(s)
+    st0 = stats(s.port)
+    for i in range(300):
+        assert c.value(f"@@cached.nope{i}") is None
+    st1 = stats(s.port)
+    assert st1["container_cached_read_bypass_starts"] > st0["container_cached_read_bypass_starts"], st1
+    assert c.value("@@cached.nope-again") is None
+    assert stats(s.port)["container_cached_read_bypasses"] > st0["container_cached_read_bypasses"]
+    # Right answers meanwhile, from the table; and the copy is used again once the pause ends.
+    assert c.store("set", "@@cached.rb1", "there") == b"STORED"
+    assert c.value("@@cached.rb1") == b"there"
+    time.sleep(1.2)
+    bypassed = stats(s.port)["container_cached_read_bypasses"]
+    assert c.value("@@cached.rb1") == b"there"
+    assert stats(s.port)["container_cached_read_bypasses"] == bypassed, "still bypassed after the pause"
+
+
 def test_caching_bounded_staleness_under_a_burst(mdb, client_of):
     """While the binlog follower is further behind the backend's binlog head than
     `max_lag_ms` (default 100), a `caching` container's gets read the table instead of the
