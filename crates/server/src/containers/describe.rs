@@ -57,6 +57,7 @@ pub fn status(slot: &Slot) -> Value {
                 "name": n, "table": c.table(), "key": c.key_column(), "policy": policy(c.policy()),
                 "hits": stat(n, "get_hits"), "misses": stat(n, "get_misses"), "writes": stat(n, "writes"),
                 "deletes": stat(n, "deletes"), "errors": stat(n, "errors"),
+                "written_through": stat(n, "written_through"), "read_bypasses": stat(n, "read_bypasses"),
             })
         })
         .collect();
