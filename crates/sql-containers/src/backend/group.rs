@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
 
-use super::mysql::{decode, key_param, row_params, run_write, MyErr, Shared};
+use super::myconn::{decode, key_param, row_params, run_write, MyErr, Shared};
 use crate::error::BackendError;
 use crate::ops::{plan, split_value, unix_now, Existing, NewRow, Op, OpResult, StoreMode, StoreOutcome, Write};
 use crate::sql::in_chunks;

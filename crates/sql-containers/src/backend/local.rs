@@ -27,7 +27,7 @@ use mysql_async::{Conn, Opts};
 use tokio::sync::oneshot;
 
 use super::group::{blind_sets, set_group, write_group, write_one, GroupErr, ROWS_PER_STATEMENT};
-use super::mysql::{read_rows, MyErr, Shared, ER_DUP_ENTRY, ER_LOCK_DEADLOCK};
+use super::myconn::{read_rows, MyErr, Shared, ER_DUP_ENTRY, ER_LOCK_DEADLOCK};
 use super::{queue_timeout_error, stopped, Stats};
 use crate::error::BackendError;
 use crate::ops::{Op, OpResult, Row};

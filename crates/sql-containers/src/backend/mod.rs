@@ -14,6 +14,7 @@
 
 mod group;
 mod local;
+mod myconn;
 pub(crate) mod mysql;
 pub(crate) mod sqlite;
 
