@@ -48,4 +48,4 @@ pub use head::PROBE;
 pub use meta::load_effects;
 pub use position::Position;
 pub use state::{Config, Stats};
-pub use template::{KeyTemplate, KEY_MAX};
+pub use template::render_key;

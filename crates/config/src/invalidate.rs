@@ -15,7 +15,7 @@
 //! hash = "md5"
 //! ```
 
-use binlog::KeyTemplate;
+use crate::template::KeyTemplate;
 
 use crate::usage::{Opt, Section};
 

@@ -15,6 +15,8 @@ pub mod invalidate;
 pub mod mysql;
 pub mod persistence;
 pub mod postgres;
+pub mod querycache;
+pub mod template;
 pub mod tls;
 pub mod usage;
 

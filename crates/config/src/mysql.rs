@@ -1,18 +1,8 @@
 //! The MySQL proxy's command-line flags (`--mysql-*`, `--query-cache-*`).
 
 use crate::parse_size;
+pub use crate::querycache::{CacheType, InTransactions};
 use crate::usage::{Opt, Section};
-
-/// `--query-cache-type`: which SELECTs the proxy caches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheType {
-    /// Every cacheable SELECT (unless `SQL_NO_CACHE`).
-    On,
-    /// Only `SELECT SQL_CACHE ...`.
-    Demand,
-    /// Nothing: a pure pass-through proxy.
-    Off,
-}
 
 /// `--mysql-backend-tls`: whether and how the proxy's backend connections use TLS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +36,7 @@ pub struct MysqlConfig {
     /// `--query-cache-type ON|DEMAND|OFF`.
     pub cache_type: CacheType,
     /// `--query-cache-in-transactions never|read-only|until-write`.
-    pub in_transactions: querycache::config::InTransactions,
+    pub in_transactions: InTransactions,
     /// `--query-cache-max-lag MS`: answer from the cache only while the binlog follower is
     /// at most this far behind the backend's binlog head (0: no bound).
     pub max_lag_ms: u64,
@@ -83,7 +73,7 @@ impl Default for MysqlConfig {
             cache_size: 64 * 1024 * 1024,
             cache_limit: 1024 * 1024,
             cache_type: CacheType::On,
-            in_transactions: querycache::config::InTransactions::ReadOnly,
+            in_transactions: InTransactions::ReadOnly,
             max_lag_ms: 100,
             cache_flags_given: false,
             connect_timeout: std::time::Duration::from_secs(10),
@@ -159,7 +149,7 @@ impl MysqlConfig {
                 }
             }
             "query-cache-in-transactions" => {
-                self.in_transactions = querycache::config::InTransactions::parse(v).ok_or_else(|| {
+                self.in_transactions = InTransactions::parse(v).ok_or_else(|| {
                     format!("--query-cache-in-transactions must be never, read-only or until-write, not '{v}'")
                 })?
             }
@@ -173,12 +163,8 @@ impl MysqlConfig {
             "query-cache-size" => self.cache_size = size(v)?,
             "query-cache-limit" => self.cache_limit = size(v)?,
             "query-cache-type" => {
-                self.cache_type = match v.to_ascii_uppercase().as_str() {
-                    "ON" | "1" => CacheType::On,
-                    "DEMAND" | "2" => CacheType::Demand,
-                    "OFF" | "0" => CacheType::Off,
-                    _ => return Err(format!("--query-cache-type must be ON, DEMAND or OFF, not '{v}'")),
-                }
+                self.cache_type = CacheType::parse(v)
+                    .ok_or_else(|| format!("--query-cache-type must be ON, DEMAND or OFF, not '{v}'"))?
             }
             _ => return Err(format!("unknown flag --{flag}")),
         }

@@ -131,7 +131,7 @@ fn apply(qc: &QueryCache, change: &Change, action: Action) {
 mod tests {
     use super::*;
     use binlog::{TableSchema, Value};
-    use querycache::{Config, InTransactions, Mode, PkColumn, TableInfo};
+    use querycache::{CacheType, Config, InTransactions, PkColumn, TableInfo};
 
     /// A cache knowing d.t (id INT primary key), d.u (code VARCHAR _ci primary key,
     /// UNIQUE(email) _bin) and d.c (primary key (a INT, b VARCHAR _ci)).
@@ -139,7 +139,7 @@ mod tests {
         let c = QueryCache::new(Config {
             size: 1 << 20,
             limit: 1 << 16,
-            mode: Mode::On,
+            mode: CacheType::On,
             in_transactions: InTransactions::Never,
         });
         let ci = |n: &str| PkColumn::new(n, "varchar", Some("utf8mb4_general_ci"));

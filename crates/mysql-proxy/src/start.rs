@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use querycache::config::{Config, Mode};
+use querycache::config::Config;
 use querycache::QueryCache;
 
 use binlog::account::Problem;
@@ -23,11 +23,10 @@ pub type Started = (Option<Arc<QueryCache>>, Option<Arc<Health>>);
 /// the binlog flows) and starts its feeds; no cache with `--query-cache-type OFF` or without
 /// `--mysql-user` (then the proxy caches nothing).
 pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Started> {
-    let mode = match cfg.cache_type {
-        CacheType::On => Mode::On,
-        CacheType::Demand => Mode::Demand,
-        CacheType::Off => return Ok((None, None)),
-    };
+    let mode = cfg.cache_type;
+    if mode == CacheType::Off {
+        return Ok((None, None));
+    }
     let Some(user) = cfg.user.clone() else {
         let health = Health::misconfigured(
             WHO,

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use querycache::{Config, FillStart, Mode, PkColumn, Plan, QueryCache, TableInfo};
+use querycache::{CacheType, Config, FillStart, PkColumn, Plan, QueryCache, TableInfo};
 
 /// Runs `op` in batches until `budget` has elapsed; prints the best batch's ns/op.
 fn measure(name: &str, budget: Duration, mut op: impl FnMut()) {
@@ -49,7 +49,7 @@ fn reply() -> Vec<u8> {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let budget = Duration::from_millis(if quick { 50 } else { 1000 });
-    let c = QueryCache::new(Config { size: 64 << 20, limit: 1 << 20, mode: Mode::On, ..Config::default() });
+    let c = QueryCache::new(Config { size: 64 << 20, limit: 1 << 20, mode: CacheType::On, ..Config::default() });
     c.schema().set_table("sbtest", "sbtest1", TableInfo::base(vec![PkColumn::int("id")]));
     let mut s = c.session("sbtest", Some("sbtest"), 45, 0x0000_0200);
     let point = b"SELECT c FROM sbtest1 WHERE id=5017";

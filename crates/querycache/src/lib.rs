@@ -6,7 +6,7 @@
 //!
 //! # API
 //! ```text
-//! QueryCache::new(Config { size, limit, mode, in_transactions })  Mode::{On, Demand, Off}
+//! QueryCache::new(Config { size, limit, mode, in_transactions })  CacheType::{On, Demand, Off}
 //! cache.session(user, db, charset, capabilities) -> Session   (one per client connection;
 //!                                                      capabilities: u64, MariaDB ext. caps in bits 32..)
 //! cache.on_query(&mut s, sql) -> Plan                   COM_QUERY
@@ -77,7 +77,7 @@ mod writes;
 
 pub use bypass::BypassStats;
 pub use cache::{Fill, FillStart, QueryCache};
-pub use config::{Config, InTransactions, Mode};
+pub use config::{CacheType, Config, InTransactions};
 pub use digests::{DigestStats, Outcome};
 pub use effects::{Effects, EffectsBuilder, Follow};
 pub use flight::Waiter;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::ast::RelName;
 use crate::cache::{make_key, QueryCache, MAX_KEY};
-use crate::config::{InTransactions, Mode};
+use crate::config::{CacheType, InTransactions};
 use crate::digests::Outcome;
 use crate::kind::{Analysis, Kind, ReadInfo, SetValue, Targets, WriteInfo};
 use crate::lexer::{self, Slot, SlotValue};
@@ -240,7 +240,7 @@ impl QueryCache {
     }
 
     fn not_cached(&self) -> Plan {
-        if self.cfg.mode != Mode::Off {
+        if self.cfg.mode != CacheType::Off {
             bump(&self.counters.not_cached);
         }
         Plan::Forward { not_cached: true }
@@ -255,7 +255,7 @@ impl QueryCache {
         binary: bool,
         raw_params: &[u8],
     ) -> Result<Plan, &'static str> {
-        if self.cfg.mode == Mode::Off || !self.is_online() {
+        if self.cfg.mode == CacheType::Off || !self.is_online() {
             return Ok(Plan::Forward { not_cached: false });
         }
         if let Some(r) = s.disabled {
@@ -276,7 +276,7 @@ impl QueryCache {
         } else {
             None
         };
-        if self.cfg.mode == Mode::Demand && !r.sql_cache {
+        if self.cfg.mode == CacheType::Demand && !r.sql_cache {
             return Err("no SQL_CACHE (DEMAND mode)");
         }
         if !self.schema.effects_loaded() {

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{cache, cache_with, read, result_set, rows, session};
-use querycache::{FillStart, Invalidation, Mode, Plan, Source};
+use querycache::{CacheType, FillStart, Invalidation, Plan, Source};
 
 fn plan(c: &querycache::QueryCache, s: &mut querycache::Session, sql: &str) -> (querycache::Key, querycache::Tags) {
     match c.on_query(s, sql.as_bytes()) {
@@ -189,7 +189,7 @@ fn a_miss_after_an_invalidation_does_not_follow_an_older_query() {
 #[test]
 fn memory_bound_holds_with_many_entries() {
     let size = 4 << 20;
-    let c = cache_with(Mode::On, size);
+    let c = cache_with(CacheType::On, size);
     let mut s = session(&c);
     let big = "x".repeat(200);
     for id in 0..40_000 {
@@ -238,7 +238,7 @@ fn replies_that_are_not_stored() {
     let small = querycache::QueryCache::new(querycache::Config {
         size: 1 << 20,
         limit: 100,
-        mode: Mode::On,
+        mode: CacheType::On,
         ..Default::default()
     });
     small.schema().set_table("sbtest", "sbtest1", querycache::TableInfo::base(vec![]));

@@ -183,7 +183,7 @@ fn plain_inserts_call_nothing_before_functions_are_known() {
     let c = querycache::QueryCache::new(querycache::Config {
         size: 1 << 24,
         limit: 1 << 20,
-        mode: querycache::Mode::On,
+        mode: querycache::CacheType::On,
         ..Default::default()
     });
     let mut s = session(&c);

@@ -7,7 +7,7 @@ use common::{exec, session};
 use protocol_mysql::resultset::{write_text_row, ColumnDefinition};
 use protocol_mysql::value::ColumnType;
 use querycache::{
-    Config, InTransactions, Invalidation, Mode, Param, PkColumn, Plan, QueryCache, RowChange, Session, Source,
+    CacheType, Config, InTransactions, Invalidation, Param, PkColumn, Plan, QueryCache, RowChange, Session, Source,
     TableInfo,
 };
 
@@ -17,7 +17,7 @@ fn cache() -> QueryCache {
     let c = QueryCache::new(Config {
         size: 64 << 20,
         limit: 1 << 20,
-        mode: Mode::On,
+        mode: CacheType::On,
         in_transactions: InTransactions::ReadOnly,
     });
     let ci = |n: &str| PkColumn::new(n, "varchar", Some("utf8mb4_general_ci"));

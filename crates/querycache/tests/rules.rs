@@ -3,7 +3,7 @@
 mod common;
 
 use common::{cache, cache_with, exec, is_cached, session};
-use querycache::{Mode, Plan};
+use querycache::{CacheType, Plan};
 
 #[test]
 fn cacheable_reads_are_cached() {
@@ -106,11 +106,11 @@ fn rule_table_reads_not_cached() {
 
 #[test]
 fn demand_mode_needs_sql_cache() {
-    let c = cache_with(Mode::Demand, 1 << 24);
+    let c = cache_with(CacheType::Demand, 1 << 24);
     let mut s = session(&c);
     assert!(!is_cached(&c, &mut s, "SELECT c FROM sbtest1 WHERE id = 1"));
     assert!(is_cached(&c, &mut s, "SELECT SQL_CACHE c FROM sbtest1 WHERE id = 1"));
-    let off = cache_with(Mode::Off, 1 << 24);
+    let off = cache_with(CacheType::Off, 1 << 24);
     let mut s = session(&off);
     assert!(!is_cached(&off, &mut s, "SELECT SQL_CACHE c FROM sbtest1 WHERE id = 1"));
 }

@@ -5,14 +5,14 @@
 mod common;
 
 use common::{cache_with_policy, exec, read, rows};
-use querycache::{InTransactions, Invalidation, Mode, Source};
+use querycache::{CacheType, InTransactions, Invalidation, Source};
 
 const IN_TRANS: u16 = 0x0001 | 0x0002; // IN_TRANS | AUTOCOMMIT
 const OUT: u16 = 0x0002;
 const Q: &str = "SELECT c FROM sbtest1 WHERE id = 1";
 
 fn fresh(policy: InTransactions) -> (querycache::QueryCache, querycache::Session) {
-    let c = cache_with_policy(Mode::On, 8 << 20, policy);
+    let c = cache_with_policy(CacheType::On, 8 << 20, policy);
     let s = c.session("u", Some("sbtest"), 33, 0);
     (c, s)
 }

@@ -5,12 +5,12 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use querycache::{Config, FillStart, Mode, Param, PkColumn, Plan, QueryCache, TableInfo};
+use querycache::{Config, FillStart, CacheType, Param, PkColumn, Plan, QueryCache, TableInfo};
 
 fn cache() -> &'static QueryCache {
     static C: OnceLock<QueryCache> = OnceLock::new();
     C.get_or_init(|| {
-        let c = QueryCache::new(Config { size: 4 << 20, limit: 1 << 16, mode: Mode::On, ..Config::default() });
+        let c = QueryCache::new(Config { size: 4 << 20, limit: 1 << 16, mode: CacheType::On, ..Config::default() });
         let id = vec![PkColumn::int("id")];
         for t in ["t", "t1", "sbtest1"] {
             c.schema().set_table("db", t, TableInfo::base(id.clone()));

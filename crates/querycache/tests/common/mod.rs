@@ -1,16 +1,16 @@
 //! Shared helpers for the query cache tests.
 #![allow(dead_code)]
 
-use querycache::{Config, InTransactions, Mode, PkColumn, Plan, QueryCache, Session, TableInfo};
+use querycache::{CacheType, Config, InTransactions, PkColumn, Plan, QueryCache, Session, TableInfo};
 
 /// A cache with sbtest.sbtest1 (id INT primary key), sbtest.t2 (no integer key),
 /// sbtest.v1 (a view), sbtest.t3 (id primary key) known to the registry.
-pub fn cache_with(mode: Mode, size: usize) -> QueryCache {
+pub fn cache_with(mode: CacheType, size: usize) -> QueryCache {
     cache_with_policy(mode, size, InTransactions::ReadOnly)
 }
 
 /// [`cache_with`], with a policy for reads inside transactions.
-pub fn cache_with_policy(mode: Mode, size: usize, in_transactions: InTransactions) -> QueryCache {
+pub fn cache_with_policy(mode: CacheType, size: usize, in_transactions: InTransactions) -> QueryCache {
     let c = QueryCache::new(Config { size, limit: 1 << 20, mode, in_transactions });
     let id = || vec![PkColumn::int("id")];
     c.schema().set_table("sbtest", "sbtest1", TableInfo::base(id()));
@@ -32,7 +32,7 @@ pub fn cache_with_policy(mode: Mode, size: usize, in_transactions: InTransaction
 
 /// The default test cache.
 pub fn cache() -> QueryCache {
-    cache_with(Mode::On, 64 << 20)
+    cache_with(CacheType::On, 64 << 20)
 }
 
 /// A session of user app in db sbtest (CLIENT_PROTOCOL_41, no DEPRECATE_EOF).

@@ -29,7 +29,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use binlog::{Change, KeyTemplate};
+use binlog::{render_key, Change};
+use config::template::KeyTemplate;
 use engine::Engine;
 use parking_lot::Mutex;
 
@@ -115,7 +116,7 @@ impl Rules {
                     let mut keys: Vec<Vec<u8>> = Vec::with_capacity(rows.len() * rule.templates.len());
                     for row in rows {
                         for t in &rule.templates {
-                            match t.render(schema, row) {
+                            match render_key(t, schema, row) {
                                 Some(k) if !keys.contains(&k) => keys.push(k),
                                 Some(_) => {}
                                 None => rule.counters.skipped(),
