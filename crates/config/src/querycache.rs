@@ -8,8 +8,8 @@ pub enum CacheType {
     On,
     /// Only `SELECT SQL_CACHE ...`.
     Demand,
-    /// Nothing is cached: statements are still analysed so writes invalidate (a pure
-    /// pass-through proxy when the whole front end is set so).
+    /// Nothing is cached: the MySQL front starts no cache and passes every statement
+    /// through (a cache built with it still analyses statements, so writes invalidate).
     Off,
 }
 
