@@ -13,6 +13,9 @@ fi
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
 for dir in crates/*/fuzz; do
     crate="$(dirname "$dir")"
+    # Build first, outside the filtered pipe below: a target that no longer compiles fails
+    # the run instead of passing silently.
+    (cd "$crate" && cargo +nightly fuzz build)
     for target in $(cd "$crate" && cargo +nightly fuzz list); do
         echo "fuzz: $crate $target for ${secs}s"
         (cd "$crate" && cargo +nightly fuzz run "$target" -- -max_total_time="$secs" -print_final_stats=1 2>&1 \
