@@ -1,5 +1,6 @@
 //! What the follower reports: changed rows, changed tables, and the state of the stream.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -19,6 +20,19 @@ pub enum Value {
 }
 
 impl Value {
+    /// The bytes a memcached key or a container's get sees for the value: integers in
+    /// decimal, strings and DECIMALs as their bytes, other types in the decoder's text form;
+    /// None for NULL.
+    pub fn text_bytes(&self) -> Option<Cow<'_, [u8]>> {
+        match self {
+            Value::Null => None,
+            Value::Int(v) => Some(Cow::Owned(v.to_string().into_bytes())),
+            Value::UInt(v) => Some(Cow::Owned(v.to_string().into_bytes())),
+            Value::Bytes(b) => Some(Cow::Borrowed(b.as_slice())),
+            Value::Other(s) => Some(Cow::Borrowed(s.as_bytes())),
+        }
+    }
+
     /// The value as an i64 if it is an integer that fits (what integer key tags use).
     pub fn as_i64(&self) -> Option<i64> {
         match *self {

@@ -3,8 +3,6 @@
 //! binlog gives it (integers in decimal, strings and DECIMALs as their bytes, other types in
 //! the text form the decoder gives them).
 
-use std::borrow::Cow;
-
 use config::template::KeyTemplate;
 
 use crate::change::{TableSchema, Value};
@@ -15,13 +13,7 @@ use crate::change::{TableSchema, Value};
 pub fn render_key(template: &KeyTemplate, schema: &TableSchema, row: &[Value]) -> Option<Vec<u8>> {
     template.render(|name| {
         let i = schema.columns.iter().position(|c| c.eq_ignore_ascii_case(name))?;
-        match row.get(i)? {
-            Value::Null => None,
-            Value::Int(v) => Some(Cow::Owned(v.to_string().into_bytes())),
-            Value::UInt(v) => Some(Cow::Owned(v.to_string().into_bytes())),
-            Value::Bytes(b) => Some(Cow::Borrowed(b.as_slice())),
-            Value::Other(s) => Some(Cow::Borrowed(s.as_bytes())),
-        }
+        row.get(i)?.text_bytes()
     })
 }
 

@@ -53,13 +53,7 @@ pub struct Watched {
 
 /// The bytes a memcached key (or a get) has for a column value (None: NULL).
 fn value_bytes(v: &Value) -> Option<Vec<u8>> {
-    match v {
-        Value::Null => None,
-        Value::Int(i) => Some(i.to_string().into_bytes()),
-        Value::UInt(u) => Some(u.to_string().into_bytes()),
-        Value::Bytes(b) => Some(b.clone()),
-        Value::Other(s) => Some(s.clone().into_bytes()),
-    }
+    v.text_bytes().map(std::borrow::Cow::into_owned)
 }
 
 /// Applies one change to the memory copies (`first`: the first delivery, not a recheck).
