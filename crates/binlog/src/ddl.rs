@@ -7,7 +7,7 @@
 //! ([`Change::Privileges`], [`Change::Routines`], [`Change::Keys`]) so a cache of rows can
 //! keep its data. docs/invalidation.md has the whole table.
 
-use crate::change::Change;
+use sql_source::Change;
 
 /// What a QUERY event means for the stream.
 #[derive(Debug, PartialEq)]

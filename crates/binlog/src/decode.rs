@@ -11,10 +11,10 @@ use mysql_async::consts::ColumnType;
 
 use querycache::{Follow, TableName};
 
-use crate::change::{Change, RowsKind, TableSchema, Value};
 use crate::ddl::{classify, QueryAction};
 use crate::images::{images, ColumnsInfo, Image, RowImages};
 use crate::meta::{Meta, TableMeta};
+use sql_source::{Change, RowsKind, TableSchema, Value};
 
 /// MariaDB event types mysql_common does not know.
 mod mariadb {

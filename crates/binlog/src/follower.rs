@@ -6,9 +6,9 @@ use std::thread::JoinHandle;
 
 use tokio::sync::watch;
 
-use crate::change::Change;
-use crate::position::now_ms;
+use crate::position::{now_ms, Position};
 use crate::state::{Config, Shared, Stats};
+use sql_source::Change;
 
 /// A running binlog follower; dropping it stops the stream and joins its thread.
 pub struct Follower {
@@ -45,12 +45,6 @@ impl Follower {
         self.shared.lag_ms()
     }
 
-    /// The follower's shared state (for `fresh.rs`, which reads the lag on hot paths
-    /// without going through the feed).
-    pub(crate) fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
-    }
-
     /// From now on, a transaction's row events of one table past `rows` row images are
     /// reported as one `Change::ManyRows` instead of decoded (0: every row is reported).
     pub fn set_bulk_rows(&self, rows: usize) {
@@ -82,4 +76,54 @@ impl Drop for Follower {
             let _ = t.join();
         }
     }
+}
+
+impl sql_source::Lag for crate::state::Shared {
+    fn lag_ms(&self) -> u64 {
+        crate::state::Shared::lag_ms(self)
+    }
+}
+
+impl sql_source::Follow for Follower {
+    fn lag_ms(&self) -> u64 {
+        Follower::lag_ms(self)
+    }
+
+    fn stats(&self) -> sql_source::FeedStats {
+        let s = Follower::stats(self);
+        sql_source::FeedStats {
+            connected: s.connected,
+            events: s.events,
+            reconnects: s.reconnects,
+            lag_ms: s.lag_ms,
+            head_probes: s.head_probes,
+            head_probe_failures: s.head_probe_failures,
+            position: s.position.as_ref().map(Position::token),
+            resume: s.resume.as_ref().map(Position::token),
+            extra: Vec::new(),
+        }
+    }
+
+    fn set_bulk_rows(&self, rows: usize) {
+        Follower::set_bulk_rows(self, rows)
+    }
+
+    fn lag(&self) -> Arc<dyn sql_source::Lag> {
+        self.shared.clone()
+    }
+}
+
+/// Adds `sink` to the follower of `config.backend` among `feeds` (see
+/// `sql_source::feeds::Feeds::subscribe`), starting a binlog follower if there is none yet.
+pub fn subscribe(
+    feeds: &sql_source::feeds::Feeds,
+    config: Config,
+    who: &str,
+    recheck: bool,
+    every_row: bool,
+    sink: sql_source::feeds::Sink,
+) -> Arc<sql_source::feeds::Feed> {
+    let backend = config.backend.clone();
+    let start: sql_source::feeds::Start<'_> = Box::new(move |deliver| Box::new(Follower::spawn(config, deliver)));
+    feeds.subscribe(&backend, who, recheck, every_row, sink, start)
 }

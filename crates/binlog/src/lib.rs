@@ -1,5 +1,6 @@
 //! sqlcached's binlog follower: reads a MariaDB or MySQL binlog as a replica (row format)
-//! and reports every change, as it arrives, to a callback.
+//! and reports every change, as it arrives, to a callback, in the words of the SQL-source
+//! vocabulary (`sql_source::Change`); its [`Follower`] is a `sql_source::Follow`.
 //!
 //! ```no_run
 //! let follower = binlog::Follower::spawn(
@@ -25,12 +26,9 @@
 #![warn(missing_docs)]
 
 pub mod account;
-mod change;
 mod ddl;
 mod decode;
-pub mod feeds;
 mod follower;
-pub mod fresh;
 mod head;
 pub mod health;
 mod images;
@@ -42,10 +40,10 @@ mod template;
 #[cfg(test)]
 mod test_rng;
 
-pub use change::{Change, RowsKind, TableSchema, Value};
-pub use follower::Follower;
+pub use follower::{subscribe, Follower};
 pub use head::PROBE;
 pub use meta::load_effects;
 pub use position::Position;
+pub use sql_source::{Change, RowsKind, TableSchema, Value};
 pub use state::{Config, Stats};
 pub use template::render_key;

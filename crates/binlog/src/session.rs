@@ -11,11 +11,11 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts, OptsBuilder};
 use tokio::sync::watch;
 
-use crate::change::Change;
 use crate::decode::Decoder;
 use crate::meta::Meta;
 use crate::position::{now_ms, Position};
 use crate::state::{Config, Shared};
+use sql_source::Change;
 
 /// Heartbeat period asked of the server while it has no events to send.
 const HEARTBEAT: Duration = Duration::from_millis(500);

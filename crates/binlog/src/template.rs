@@ -5,7 +5,7 @@
 
 use config::template::KeyTemplate;
 
-use crate::change::{TableSchema, Value};
+use sql_source::{TableSchema, Value};
 
 /// The key `template` names for one row image of a table with `schema` (columns matched
 /// case-insensitively, as MySQL does); None if a placeholder's column is missing or NULL,

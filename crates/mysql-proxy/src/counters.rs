@@ -101,7 +101,7 @@ impl Counters {
     }
 }
 
-/// Writes the query cache's figures (the binlog's are `binlog::feeds::Feeds::write_stats`).
+/// Writes the query cache's figures (the binlog's are `sql_source::feeds::Feeds::write_stats`).
 pub fn write_cache(qc: &querycache::QueryCache, sink: &mut dyn StatSink) {
     let s = qc.stats();
     sink.stat("Qcache_hits", Kind::Counter, &s.hits);

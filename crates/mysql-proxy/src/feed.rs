@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use binlog::{Change, RowsKind, Value};
+use sql_source::{Change, RowsKind, Value};
 
-use binlog::feeds::Pass;
 use querycache::types::{Invalidation, Param, RowChange, Source};
+use sql_source::feeds::Pass;
 
 use querycache::QueryCache;
 
@@ -63,9 +63,9 @@ fn param(v: Option<&Value>) -> Param {
     }
 }
 
-/// The binlog sink of `cache` (for [`binlog::feeds::Feeds::subscribe`]). Connection changes
+/// The binlog sink of `cache` (for [`sql_source::feeds::Feeds::subscribe`]). Connection changes
 /// are logged at the default level, each outage once (not every retry) with its reason.
-pub fn sink(cache: Arc<QueryCache>, backend: String) -> binlog::feeds::Sink {
+pub fn sink(cache: Arc<QueryCache>, backend: String) -> sql_source::feeds::Sink {
     // (connected, reason of the outage already logged)
     let state = std::sync::Mutex::new((false, None::<String>));
     Box::new(move |change, pass| {
@@ -130,8 +130,8 @@ fn apply(qc: &QueryCache, change: &Change, action: Action) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use binlog::{TableSchema, Value};
     use querycache::{CacheType, Config, InTransactions, PkColumn, TableInfo};
+    use sql_source::{TableSchema, Value};
 
     /// A cache knowing d.t (id INT primary key), d.u (code VARCHAR _ci primary key,
     /// UNIQUE(email) _bin) and d.c (primary key (a INT, b VARCHAR _ci)).

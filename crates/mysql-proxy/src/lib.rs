@@ -57,7 +57,11 @@ pub struct Proxy {
 impl Proxy {
     /// The proxy for these settings, with its query cache and the cache's feeds started.
     /// Queries are timed for the latency histograms when `timing` (`--metrics-listen`).
-    pub fn new(cfg: &config::mysql::MysqlConfig, feeds: &binlog::feeds::Feeds, timing: bool) -> std::io::Result<Proxy> {
+    pub fn new(
+        cfg: &config::mysql::MysqlConfig,
+        feeds: &sql_source::feeds::Feeds,
+        timing: bool,
+    ) -> std::io::Result<Proxy> {
         // Certificates first: a bad file stops the start before anything connects.
         let tls = tls::ProxyTls::new(cfg).map_err(std::io::Error::other)?;
         let (cache, health) = start::start(cfg, feeds)?;

@@ -6,8 +6,8 @@ use querycache::config::Config;
 use querycache::QueryCache;
 
 use binlog::account::Problem;
-use binlog::feeds::Feeds;
 use config::mysql::{CacheType, MysqlConfig};
+use sql_source::feeds::Feeds;
 
 use binlog::health::{Health, Who};
 
@@ -74,13 +74,13 @@ pub fn start(cfg: &MysqlConfig, feeds: &Feeds) -> std::io::Result<Started> {
         .prefer_socket(false);
     crate::metadata::spawn(cache.clone(), opts.into())?;
     let sink = crate::feed::sink(cache.clone(), backend.clone());
-    let feed = feeds.subscribe(account, "the query cache", true, false, sink);
+    let feed = binlog::subscribe(feeds, account, "the query cache", true, false, sink);
     if cfg.max_lag_ms == 0 {
         log::warn!(
             "mysql proxy: --query-cache-max-lag 0: cached results are served however far the binlog follower is behind"
         );
     }
-    let fresh = binlog::fresh::Freshness::new(&feed, cfg.max_lag_ms, "the query cache");
+    let fresh = sql_source::fresh::Freshness::new(&feed, cfg.max_lag_ms, "the query cache");
     cache.set_freshness(Box::new(move || fresh.fresh()));
     Ok((Some(cache), Some(health)))
 }

@@ -54,7 +54,7 @@ pub fn run(cfg: &Config) -> bool {
             use_cas: !cfg.disable_cas,
             shards: 64,
         });
-        let feeds = binlog::feeds::Feeds::new(cfg.mysql.server_id());
+        let feeds = crate::feeds::SourceFeeds::new(cfg.mysql.server_id());
         match crate::containers::load(path, &crate::containers::Budget::of(&engine), false, &feeds) {
             Ok(sql) => {
                 say(true, format!("--containers {path}: every container's table and columns checked"));

@@ -28,6 +28,7 @@ mod ctx;
 mod detail;
 mod durable;
 mod exec;
+mod feeds;
 mod invalidate;
 mod listen;
 pub mod logging;

@@ -110,7 +110,7 @@ impl Server {
             shared.invalidate = Some(rules);
         }
         if cfg.mysql.listen.is_some() {
-            let proxy = mysql_proxy::Proxy::new(&cfg.mysql, &shared.feeds, cfg.metrics_listen.is_some())?;
+            let proxy = mysql_proxy::Proxy::new(&cfg.mysql, &shared.feeds.binlog, cfg.metrics_listen.is_some())?;
             shared.mysql = Some(Arc::new(proxy));
         }
         if cfg.postgres.listen.is_some() {
@@ -152,7 +152,7 @@ fn start_containers(
     path: &str,
     engine: &Engine,
     timing: bool,
-    feeds: &Arc<binlog::feeds::Feeds>,
+    feeds: &Arc<crate::feeds::SourceFeeds>,
 ) -> Result<Arc<containers::Slot>, StartError> {
     let budget = containers::Budget::of(engine);
     let slot = containers::start(path, &budget, timing, feeds).map_err(|e| {

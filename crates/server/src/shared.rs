@@ -76,7 +76,7 @@ pub struct Shared {
     /// SQL containers, with `--containers`.
     pub sql: Option<Arc<crate::containers::Slot>>,
     /// The binlog followers (query cache, `caching` containers, invalidation rules).
-    pub feeds: Arc<binlog::feeds::Feeds>,
+    pub feeds: Arc<crate::feeds::SourceFeeds>,
     /// `--invalidate` rules: plain keys dropped when the binlog shows their rows changed.
     pub invalidate: Option<Arc<crate::invalidate::Rules>>,
     /// The MySQL query-cache proxy, with `--mysql-listen`.
@@ -116,7 +116,7 @@ impl Shared {
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
             disk,
-            feeds: Arc::new(binlog::feeds::Feeds::new(cfg_server_id)),
+            feeds: Arc::new(crate::feeds::SourceFeeds::new(cfg_server_id)),
             invalidate: None,
             sql: None,
             mysql: None,

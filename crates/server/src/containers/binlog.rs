@@ -26,14 +26,15 @@
 
 use std::sync::Arc;
 
-use ::binlog::{Change, RowsKind, TableSchema, Value};
+use ::sql_source::{Change, RowsKind, TableSchema, Value};
 use sql_containers::{Container, MysqlLogin, Row};
 
 use super::cache::{fill, peek, Copy};
 use super::through::Expect;
-use ::binlog::feeds::{Feeds, Pass};
-use ::binlog::fresh::Freshness;
+use crate::feeds::SourceFeeds as Feeds;
 use ::binlog::health::{Health, Who};
+use ::sql_source::feeds::Pass;
+use ::sql_source::fresh::Freshness;
 
 /// One `caching` container's table and its memory copy.
 pub struct Watched {
@@ -179,8 +180,8 @@ pub fn start(
         start: None,
     };
     let health = Health::start(WHO, cfg.clone());
-    let sink: ::binlog::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
-    let feed = feeds.subscribe(cfg, "the caching containers", true, false, sink);
+    let sink: ::sql_source::feeds::Sink = Box::new(move |change, pass| apply(&watched, change, pass == Pass::First));
+    let feed = ::binlog::subscribe(&feeds.binlog, cfg, "the caching containers", true, false, sink);
     if max_lag_ms == 0 {
         log::warn!("containers: max_lag_ms = 0: caching containers serve memory copies however far the binlog follower is behind");
     }
@@ -193,7 +194,7 @@ mod tests {
     //! them (a SQLite container only lends its column mapping: nothing here runs SQL).
     use super::*;
     use crate::containers::stats::ContainerStats;
-    use ::binlog::TableSchema;
+    use ::sql_source::TableSchema;
     use engine::{Engine, EngineConfig};
     use sql_containers::{Containers, SqlConfig};
 

@@ -25,7 +25,7 @@ use sql_containers::{Container, Reply, Request, Row};
 use super::stats::ContainerStats;
 use super::through::Expect;
 use crate::pending::Fail;
-use ::binlog::fresh::Freshness;
+use ::sql_source::fresh::Freshness;
 
 /// Bytes of the header the `caching` policy keeps in front of a cached value: the row's
 /// backend cas, its absolute exptime (so a hit answers what the table would), and whether

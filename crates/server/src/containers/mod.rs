@@ -22,7 +22,7 @@ pub mod stats;
 mod through;
 pub use self::slot::Slot;
 pub use self::sql::{load, Budget, Sql, Target};
-use ::binlog::feeds::Feeds;
+use crate::feeds::SourceFeeds as Feeds;
 
 impl From<BackendError> for Fail {
     fn from(e: BackendError) -> Fail {

@@ -83,7 +83,7 @@ impl Slot {
 
     /// Try to load the containers every second (on a thread of its own) until they load.
     /// Each distinct failure is logged once; success is logged.
-    pub fn retry(self: &Arc<Self>, path: String, budget: Budget, timing: bool, feeds: Arc<::binlog::feeds::Feeds>) {
+    pub fn retry(self: &Arc<Self>, path: String, budget: Budget, timing: bool, feeds: Arc<crate::feeds::SourceFeeds>) {
         let slot = Arc::downgrade(self);
         let shown = path.clone();
         let spawned = std::thread::Builder::new().name("sqlcached-containers".into()).spawn(move || loop {

@@ -11,8 +11,8 @@ use sql_containers::{CachePolicy, Container, Containers, LoadError, PlainKeys, R
 use super::cache::{caching_op, Copy};
 use super::stats::{ContainerStats, Counted};
 use super::through::Expect;
+use crate::feeds::SourceFeeds as Feeds;
 use crate::pending::Fail;
-use ::binlog::feeds::Feeds;
 
 /// The loaded containers and their memory copies.
 pub struct Sql {
@@ -30,7 +30,7 @@ pub struct Sql {
     /// Whether operations are timed (`--metrics-listen`).
     timing: bool,
     /// The `caching` containers' freshness rule (`max_lag_ms`; none without a binlog).
-    fresh: Option<Arc<::binlog::fresh::Freshness>>,
+    fresh: Option<Arc<::sql_source::fresh::Freshness>>,
     /// The check of the account the `caching` containers follow the binlog with (none
     /// without a binlog): degraded or not.
     pub health: Option<Arc<::binlog::health::Health>>,

@@ -29,10 +29,11 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use binlog::{render_key, Change};
+use binlog::render_key;
 use config::template::KeyTemplate;
 use engine::Engine;
 use parking_lot::Mutex;
+use sql_source::Change;
 
 use config::invalidate::{InvalidateConfig, TableChanges};
 
@@ -185,7 +186,11 @@ impl Rules {
 /// that cannot name rows, stops the start; an unreachable backend is said and checked again
 /// once it answers) and subscribes them to the backend's feed, from the position saved in
 /// `--data-dir` if there is one.
-pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::Feeds) -> Result<Arc<Rules>, String> {
+pub fn start(
+    cfg: &config::Config,
+    engine: Arc<Engine>,
+    feeds: &crate::feeds::SourceFeeds,
+) -> Result<Arc<Rules>, String> {
     let rules = Arc::new(Rules::new(&cfg.invalidate, engine));
     let login = check::Login::of(&cfg.mysql).map_err(|e| format!("--invalidate: {e}"))?;
     check::at_start(&login, &rules)?;
@@ -223,8 +228,8 @@ pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::F
     };
     let sink_rules = rules.clone();
     // No rechecks: the hold already refuses fills made before the commit was visible.
-    let sink: binlog::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
-    let feed = feeds.subscribe(config, "the --invalidate rules", false, true, sink);
+    let sink: sql_source::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
+    let feed = binlog::subscribe(&feeds.binlog, config, "the --invalidate rules", false, true, sink);
     if let Some(d) = dir {
         let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));
     }
@@ -234,9 +239,9 @@ pub fn start(cfg: &config::Config, engine: Arc<Engine>, feeds: &binlog::feeds::F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use binlog::{TableSchema, Value};
     use engine::ops::{self, StoreMode, StoreRequest};
     use engine::EngineConfig;
+    use sql_source::{TableSchema, Value};
 
     fn set(e: &Engine, key: &[u8]) {
         let r = StoreRequest::new(StoreMode::Set, key, b"v", 0, 0, 0);
@@ -266,7 +271,7 @@ mod tests {
             table: "users".into(),
             schema,
             rows: vec![row(1, "old@x"), row(1, "new@x")],
-            kind: binlog::RowsKind::Update(vec![1]),
+            kind: sql_source::RowsKind::Update(vec![1]),
         });
         for (k, there) in [
             ("user:1", false),

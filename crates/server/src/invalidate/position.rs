@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use binlog::Position;
 
-use binlog::feeds::Feed;
+use sql_source::feeds::Feed;
 
 /// The file's name in the data directory.
 pub const FILE: &str = "binlog-position";
@@ -83,7 +83,7 @@ impl Saver {
                         Err(_) => {}
                     }
                 }
-                seen = feed.stats().resume;
+                seen = feed.stats().resume.as_deref().and_then(Position::parse);
             }
         });
         if let Err(e) = spawned {
@@ -95,7 +95,7 @@ impl Saver {
     /// At a clean stop, after the disk tier closed: saves the position reached and stops.
     pub fn finish(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(p) = self.feed.upgrade().and_then(|f| f.stats().resume) {
+        if let Some(p) = self.feed.upgrade().and_then(|f| f.stats().resume).as_deref().and_then(Position::parse) {
             if let Err(e) = save(&self.dir, &p) {
                 log::error!("--invalidate: saving the binlog position at stop: {e}");
             }

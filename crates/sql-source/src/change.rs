@@ -1,10 +1,11 @@
-//! What the follower reports: changed rows, changed tables, and the state of the stream.
+//! What a follower reports: changed rows, changed tables, and the state of the stream.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-/// One column value of a row image, as decoded from a ROWS event.
+/// One column value of a row image, as a follower decoded it (a binlog ROWS event, a
+/// pgoutput tuple).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Value {
     /// SQL NULL (also used for a column absent from a partial row image).
@@ -55,7 +56,7 @@ impl fmt::Debug for Value {
     }
 }
 
-/// Column names and primary key of a table, as the binlog described it.
+/// Column names and primary key of a table, as the log described it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableSchema {
     /// Column names in table order (every row image has one value per column).
@@ -76,7 +77,7 @@ pub enum RowsKind {
     Delete,
 }
 
-/// One change seen in the binlog (or in the state of the stream), in binlog order.
+/// One change seen in a server's log (or in the state of the stream), in log order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
     /// Rows written, updated or deleted in one table: every row image (an update gives its

@@ -1,16 +1,17 @@
-//! One binlog follower per backend, shared by everything that follows it.
+//! One follower per server, shared by everything that follows it.
 //!
-//! The query cache (`--mysql-listen`), the `caching` containers (`--containers` on
-//! MariaDB/MySQL) and the invalidation rules (`--invalidate`) each want every change of
-//! the backend's binlog. A server opens one replica connection per backend address for all
-//! of them: the first subscriber's account opens the follower (as this process's replica
-//! server id), later ones add their sink to it. A sink that joins while the stream already
+//! The query caches (`--mysql-listen`, `--pg-listen`), the `caching` containers and the
+//! invalidation rules (`--invalidate`) each want every change of their server's log. A
+//! server process opens one follower per server address for all of them (a binlog replica
+//! connection, a logical replication slot): the first subscriber starts the follower,
+//! later ones add their sink to it. A sink that joins while the stream already
 //! flows is told `Change::Connected` first, so it sees the same stream states as one that
 //! was there from the start. Sinks run on the follower's thread, in binlog order: keep them
 //! quick.
 //!
 //! **Rechecks.** MariaDB (like MySQL) wakes its binlog dump threads once a transaction is in
-//! the binlog, before the storage engine's commit makes it visible to other sessions. A
+//! the binlog, before the storage engine's commit makes it visible to other sessions
+//! (PostgreSQL's walsender can likewise send a commit before its snapshot is visible). A
 //! cache that refills right after the invalidation can read the row as it was and keep it
 //! (the cluster tests caught the query cache and containers doing so under busy reads). So
 //! every row change (and whole-table change: statement-format writes, DDL) is delivered a
@@ -24,7 +25,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use crate::{Change, Follower};
+use crate::{Change, FeedStats, Follow};
 use engine::stats::{Kind, StatSink};
 use parking_lot::{Mutex, RwLock};
 
@@ -45,14 +46,16 @@ pub enum Pass {
     Recheck,
 }
 
-/// Something that receives every binlog change.
+/// Something that receives every change of a feed.
 pub type Sink = Box<dyn Fn(&Change, Pass) + Send + Sync>;
 
-/// One backend's follower and its sinks.
+/// One server's follower and its sinks.
 pub struct Feed {
-    /// `host:port` as given.
+    /// The server as given (`host:port`, a URL without its password).
     pub backend: String,
-    follower: OnceLock<Follower>,
+    /// What the log is called in log lines (`binlog`, `WAL`).
+    pub log: &'static str,
+    follower: OnceLock<Box<dyn Follow>>,
     /// Each sink, and whether it wants rechecks.
     sinks: RwLock<Vec<(Sink, bool)>>,
     connected: AtomicBool,
@@ -70,19 +73,19 @@ pub struct Feed {
 }
 
 impl Feed {
-    /// How far behind the server's binlog head the follower is, in ms (`Follower::lag_ms`).
+    /// How far behind the server's head the follower is, in ms ([`Follow::lag_ms`]).
     pub fn lag_ms(&self) -> u64 {
-        self.follower.get().map_or(u64::MAX, Follower::lag_ms)
+        self.follower.get().map_or(u64::MAX, |f| f.lag_ms())
     }
 
     /// Its follower (set when the feed is created).
-    pub(crate) fn follower(&self) -> Option<&Follower> {
-        self.follower.get()
+    pub(crate) fn follower(&self) -> Option<&dyn Follow> {
+        self.follower.get().map(|f| &**f)
     }
 
     /// The follower's counters.
-    pub fn stats(&self) -> crate::Stats {
-        self.follower.get().map(Follower::stats).unwrap_or_default()
+    pub fn stats(&self) -> FeedStats {
+        self.follower.get().map(|f| f.stats()).unwrap_or_default()
     }
 
     /// Hands one change to every sink (on the follower's thread), then queues a row change
@@ -104,9 +107,11 @@ impl Feed {
             if self.waiting.load(Ordering::Relaxed) >= RECHECK_QUEUE {
                 if self.rechecks_dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                     log::warn!(
-                        "binlog of {}: more than {RECHECK_QUEUE} row changes waiting for their recheck: \
-                         dropping rechecks (binlog_rechecks_dropped)",
-                        self.backend
+                        "{} of {}: more than {RECHECK_QUEUE} row changes waiting for their recheck: \
+                         dropping rechecks ({}_rechecks_dropped)",
+                        self.log,
+                        self.backend,
+                        self.log.to_ascii_lowercase()
                     );
                 }
             } else if let Some(tx) = self.recheck.lock().as_ref() {
@@ -128,7 +133,7 @@ impl Feed {
         match std::thread::Builder::new().name("sqlcached-recheck".into()).spawn(move || Feed::rechecker(weak, rx)) {
             Ok(_) => *slot = Some(tx),
             Err(e) => {
-                log::error!("binlog of {}: no recheck thread ({e}): row changes are delivered once", self.backend)
+                log::error!("{} of {}: no recheck thread ({e}): row changes are delivered once", self.log, self.backend)
             }
         }
     }
@@ -149,30 +154,42 @@ impl Feed {
     }
 }
 
-/// The server's binlog followers, by backend address.
+/// Starts a follower that reports each change to the callback it is given.
+pub type Start<'a> = Box<dyn FnOnce(Box<dyn Fn(Change) + Send>) -> Box<dyn Follow> + 'a>;
+
+/// A server process's followers of one kind of log, by server address.
 pub struct Feeds {
     feeds: Mutex<HashMap<String, Arc<Feed>>>,
-    /// The replica server id this process registers with (`MysqlConfig::server_id`).
-    pub server_id: u32,
+    /// What the log is called in log lines (`binlog`, `WAL`); lower-cased, the prefix of
+    /// the figures (`binlog_lag_ms`, `wal_lag_ms`).
+    pub log: &'static str,
 }
 
 impl Feeds {
-    /// No follower yet; followers register as `server_id`.
-    pub fn new(server_id: u32) -> Feeds {
-        Feeds { feeds: Mutex::default(), server_id }
+    /// No follower yet; `log` names the log (`binlog`, `WAL`).
+    pub fn new(log: &'static str) -> Feeds {
+        Feeds { feeds: Mutex::default(), log }
     }
 
-    /// Adds `sink` to the follower of `config.backend`, starting one if there is none yet
-    /// (`who` names the subscriber in the log line that says the connection is shared);
+    /// Adds `sink` to the follower of `backend`, starting one with `start` if there is none
+    /// yet (`who` names the subscriber in the log line that says the connection is shared);
     /// with `recheck`, row changes come a second time (see the module documentation). With
     /// `every_row` the follower reports every row image, however many one transaction
     /// changes; without (on every subscriber), past [`BULK_ROWS`] of one table it reports
     /// `Change::ManyRows` and skips the rest, which keeps it close to the head.
-    pub fn subscribe(&self, config: crate::Config, who: &str, recheck: bool, every_row: bool, sink: Sink) -> Arc<Feed> {
-        let key = config.backend.to_ascii_lowercase();
+    pub fn subscribe(
+        &self,
+        backend: &str,
+        who: &str,
+        recheck: bool,
+        every_row: bool,
+        sink: Sink,
+        start: Start<'_>,
+    ) -> Arc<Feed> {
+        let key = backend.to_ascii_lowercase();
         let mut feeds = self.feeds.lock();
         if let Some(feed) = feeds.get(&key) {
-            log::info!("binlog of {}: {who} shares the replica connection already open", feed.backend);
+            log::info!("{} of {}: {who} shares the connection already open", self.log, feed.backend);
             if every_row && !feed.every_row.swap(true, Ordering::Relaxed) {
                 if let Some(f) = feed.follower.get() {
                     f.set_bulk_rows(0);
@@ -189,7 +206,8 @@ impl Feeds {
             return feed.clone();
         }
         let feed = Arc::new(Feed {
-            backend: config.backend.clone(),
+            backend: backend.to_string(),
+            log: self.log,
             follower: OnceLock::new(),
             sinks: RwLock::new(vec![(sink, recheck)]),
             connected: AtomicBool::new(false),
@@ -203,44 +221,57 @@ impl Feeds {
             feed.start_rechecks();
         }
         let weak: Weak<Feed> = Arc::downgrade(&feed);
-        let follower = Follower::spawn(config, move |change| {
+        let follower = start(Box::new(move |change| {
             if let Some(feed) = weak.upgrade() {
                 feed.deliver(change);
             }
-        });
+        }));
         follower.set_bulk_rows(if every_row { 0 } else { BULK_ROWS });
         let _ = feed.follower.set(follower);
         feeds.insert(key, feed.clone());
         feed
     }
 
-    /// The `binlog_*` figures: `binlog_feeds` (replica connections open), then, over them,
-    /// `binlog_connected` (1 when every stream flows), `binlog_lag_ms` (the largest distance
-    /// to the binlog head), `binlog_events`, `binlog_reconnects`, `binlog_head_probes`,
-    /// `binlog_head_probe_failures`, `binlog_rechecks`, `binlog_rechecks_waiting` and
-    /// `binlog_rechecks_dropped` (sums), and `binlog_position` (`file:offset` before which
-    /// every change has been applied once, per backend, comma-separated; `SHOW SLAVE STATUS`'s
-    /// `Relay_Master_Log_File`/`Exec_Master_Log_Pos`). Nothing without a follower.
+    /// The feeds' figures, named after the log (`binlog_*`, `wal_*`): `_feeds` (followers
+    /// open), then, over them, `_connected` (1 when every stream flows), `_lag_ms` (the
+    /// largest distance to the head), `_events`, `_reconnects`, `_head_probes`,
+    /// `_head_probe_failures`, `_rechecks`, `_rechecks_waiting` and `_rechecks_dropped`
+    /// (sums), `_position` (per server, comma-separated: for the binlog `file:offset` before
+    /// which every change has been applied once, `SHOW SLAVE STATUS`'s
+    /// `Relay_Master_Log_File`/`Exec_Master_Log_Pos`; for the WAL the last LSN received), and
+    /// each source's own figures (comma-separated per server). Nothing without a follower.
     pub fn write_stats(&self, sink: &mut dyn StatSink) {
         let feeds: Vec<Arc<Feed>> = self.feeds.lock().values().cloned().collect();
         if feeds.is_empty() {
             return;
         }
-        let stats: Vec<crate::Stats> = feeds.iter().map(|f| f.stats()).collect();
+        let p = self.log.to_ascii_lowercase();
+        let name = |n: &str| format!("{p}_{n}");
+        let stats: Vec<FeedStats> = feeds.iter().map(|f| f.stats()).collect();
         let sum = |f: fn(&Feed) -> &AtomicU64| feeds.iter().map(|x| f(x).load(Ordering::Relaxed)).sum::<u64>();
-        sink.stat("binlog_feeds", Kind::Gauge, &stats.len());
-        sink.stat("binlog_connected", Kind::Gauge, &u64::from(stats.iter().all(|s| s.connected)));
-        sink.stat("binlog_lag_ms", Kind::Gauge, &stats.iter().map(|s| s.lag_ms).max().unwrap_or(0));
-        sink.stat("binlog_events", Kind::Counter, &stats.iter().map(|s| s.events).sum::<u64>());
-        sink.stat("binlog_reconnects", Kind::Counter, &stats.iter().map(|s| s.reconnects).sum::<u64>());
-        sink.stat("binlog_head_probes", Kind::Counter, &stats.iter().map(|s| s.head_probes).sum::<u64>());
+        sink.stat(&name("feeds"), Kind::Gauge, &stats.len());
+        sink.stat(&name("connected"), Kind::Gauge, &u64::from(stats.iter().all(|s| s.connected)));
+        sink.stat(&name("lag_ms"), Kind::Gauge, &stats.iter().map(|s| s.lag_ms).max().unwrap_or(0));
+        sink.stat(&name("events"), Kind::Counter, &stats.iter().map(|s| s.events).sum::<u64>());
+        sink.stat(&name("reconnects"), Kind::Counter, &stats.iter().map(|s| s.reconnects).sum::<u64>());
+        sink.stat(&name("head_probes"), Kind::Counter, &stats.iter().map(|s| s.head_probes).sum::<u64>());
         let failures = stats.iter().map(|s| s.head_probe_failures).sum::<u64>();
-        sink.stat("binlog_head_probe_failures", Kind::Counter, &failures);
-        sink.stat("binlog_rechecks", Kind::Counter, &sum(|f| &f.rechecks));
+        sink.stat(&name("head_probe_failures"), Kind::Counter, &failures);
+        sink.stat(&name("rechecks"), Kind::Counter, &sum(|f| &f.rechecks));
         let waiting: usize = feeds.iter().map(|f| f.waiting.load(Ordering::Relaxed)).sum();
-        sink.stat("binlog_rechecks_waiting", Kind::Gauge, &waiting);
-        sink.stat("binlog_rechecks_dropped", Kind::Counter, &sum(|f| &f.rechecks_dropped));
-        let at = |s: &crate::Stats| s.position.as_ref().map_or("-".to_string(), |p| format!("{}:{}", p.file, p.pos));
-        sink.stat("binlog_position", Kind::Info, &stats.iter().map(at).collect::<Vec<_>>().join(","));
+        sink.stat(&name("rechecks_waiting"), Kind::Gauge, &waiting);
+        sink.stat(&name("rechecks_dropped"), Kind::Counter, &sum(|f| &f.rechecks_dropped));
+        let at = |s: &FeedStats| s.position.clone().unwrap_or_else(|| "-".to_string());
+        sink.stat(&name("position"), Kind::Info, &stats.iter().map(at).collect::<Vec<_>>().join(","));
+        let mut extra: Vec<&'static str> = Vec::new();
+        for (k, _) in stats.iter().flat_map(|s| s.extra.iter()) {
+            if !extra.contains(k) {
+                extra.push(k);
+            }
+        }
+        for k in extra {
+            let v = |s: &FeedStats| s.extra.iter().find(|(n, _)| *n == k).map_or("-".to_string(), |(_, v)| v.clone());
+            sink.stat(&name(k), Kind::Info, &stats.iter().map(v).collect::<Vec<_>>().join(","));
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The freshness bound (`--query-cache-max-lag`, a `caching` container's `max_lag_ms`):
 //! a cache fed by a follower answers from memory only while that follower is at most the
-//! bound behind the server's binlog head (`head.rs` says how that is measured); beyond, its
+//! bound behind the server's head (each source says how it measures it); beyond, its
 //! reads go to the backend until the follower has caught up. Each consumer holds its own
 //! [`Freshness`]: its bound, and a log line when it starts and stops bypassing.
 
@@ -8,15 +8,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::feeds::Feed;
-use crate::state::Shared;
+use crate::Lag;
 
 /// One cache's rule "answer from memory only while the follower is close to the head".
 pub struct Freshness {
     /// The follower's state (not the feed: no reference count taken per read, and no
     /// cycle through the feed's sinks, which hold the caches); None: no follower.
-    follower: Option<Arc<Shared>>,
+    follower: Option<Arc<dyn Lag>>,
     /// The backend, for log lines.
     backend: String,
+    /// The log's name, for log lines.
+    log: &'static str,
     max_ms: u64,
     who: &'static str,
     /// Bypassing now (for the log lines).
@@ -29,8 +31,9 @@ impl Freshness {
     /// The rule for `who` (a name for log lines) on `feed`'s follower; `max_ms` 0: no bound.
     pub fn new(feed: &Feed, max_ms: u64, who: &'static str) -> Freshness {
         Freshness {
-            follower: feed.follower().map(|f| f.shared()),
+            follower: feed.follower().map(|f| f.lag()),
             backend: feed.backend.clone(),
+            log: feed.log,
             max_ms,
             who,
             lagging: AtomicBool::new(false),
@@ -59,16 +62,20 @@ impl Freshness {
             if fresh {
                 let n = self.episode.swap(0, Relaxed);
                 log::info!(
-                    "binlog of {}: the follower caught up with the binlog head; {} answers from memory again \
+                    "{} of {}: the follower caught up with the {} head; {} answers from memory again \
                      ({n} reads went to the backend meanwhile)",
+                    self.log,
                     self.backend,
+                    self.log,
                     self.who
                 );
             } else {
                 log::warn!(
-                    "binlog of {}: the follower is {lag} ms behind the binlog head (bound {} ms): {} sends reads \
+                    "{} of {}: the follower is {lag} ms behind the {} head (bound {} ms): {} sends reads \
                      to the backend until it catches up",
+                    self.log,
                     self.backend,
+                    self.log,
                     self.max_ms,
                     self.who
                 );
