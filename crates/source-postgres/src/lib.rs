@@ -1,6 +1,6 @@
-//! PostgreSQL as a sqlcached source. For now: the pieces that do not depend on the
-//! SQL-source vocabulary crate, starting with a logical replication client
-//! ([`replication`]) over the bytes-only protocol crate `protocol-postgres`.
+//! PostgreSQL as a sqlcached source: a logical replication client ([`replication`]) over
+//! the bytes-only protocol crate `protocol-postgres`, and the change feed built on it
+//! ([`follower`]), reporting in the SQL-source vocabulary (`sql_source`).
 //!
 //! - [`config`]: `postgres://` URLs (libpq's `sslmode`, `sslrootcert`, unix sockets);
 //! - [`tls`]: the rustls client configuration per `sslmode` (also usable for a
@@ -8,6 +8,8 @@
 //! - [`conn`]: one session (startup, TLS, trust / cleartext / md5 / SCRAM-SHA-256, simple
 //!   queries);
 //! - [`replication`]: slots, publications and the pgoutput stream;
+//! - [`follower`]: the change feed as a `sql_source::Follow` (pgoutput → `sql_source::Change`,
+//!   publication and slot made sure of, resumed from the confirmed position);
 //! - [`Error`]: typed where a caller branches (`wal_level` not logical, role without
 //!   REPLICATION, slot missing or in use, connection lost).
 //!
@@ -35,6 +37,7 @@ mod auth;
 pub mod config;
 pub mod conn;
 pub mod error;
+pub mod follower;
 pub mod replication;
 pub mod sql;
 pub mod tls;
