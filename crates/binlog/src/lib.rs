@@ -36,6 +36,7 @@ mod meta;
 mod position;
 mod session;
 mod state;
+mod tables;
 mod template;
 #[cfg(test)]
 mod test_rng;

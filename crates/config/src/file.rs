@@ -101,15 +101,16 @@ fn tokens(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, String> {
     }
 }
 
-/// One `[[invalidate]]` table (`table`, `keys`, optional `hash = "md5"`) as one
-/// `--invalidate=DB.TABLE=TEMPLATE` per key; a plain string is already such a value.
+/// One `[[invalidate]]` table (`table`, `keys`, optional `hash = "md5"`, optional
+/// `backend = "mysql"|"postgres"`) as one `--invalidate=[postgres:]DB.TABLE=TEMPLATE` per
+/// key; a plain string is already such a value.
 fn invalidate_rule(v: &DeValue<'_>) -> Result<Vec<String>, String> {
     let t = match v {
         DeValue::Table(t) => t,
         DeValue::String(s) => return Ok(vec![format!("--invalidate={s}")]),
         _ => return Err("each rule is a table: [[invalidate]] table = \"db.t\" keys = [\"k:{id}\"]".into()),
     };
-    let (mut table, mut keys, mut md5) = (None, Vec::new(), false);
+    let (mut table, mut keys, mut md5, mut prefix) = (None, Vec::new(), false, "");
     for (k, v) in t.iter() {
         match (k.get_ref().as_ref(), v.get_ref()) {
             ("table", DeValue::String(s)) => table = Some(s.to_string()),
@@ -125,7 +126,14 @@ fn invalidate_rule(v: &DeValue<'_>) -> Result<Vec<String>, String> {
             ("hash", DeValue::String(s)) if s.as_ref() == "md5" => md5 = true,
             ("hash", DeValue::String(s)) if s.as_ref() == "none" => md5 = false,
             ("hash", _) => return Err("hash: \"md5\" (the key is the MD5 of the template's text) or \"none\"".into()),
-            (other, _) => return Err(format!("[[invalidate]]: unknown field '{other}' (table, keys, hash)")),
+            ("backend", DeValue::String(s)) if s.as_ref() == "postgres" => prefix = "postgres:",
+            ("backend", DeValue::String(s)) if s.as_ref() == "mysql" => prefix = "",
+            ("backend", _) => {
+                return Err("backend: \"mysql\" (--mysql-backend's binlog, the default) or \"postgres\" \
+                            (--pg-backend's WAL)"
+                    .into())
+            }
+            (other, _) => return Err(format!("[[invalidate]]: unknown field '{other}' (table, keys, hash, backend)")),
         }
     }
     let table = table.ok_or("[[invalidate]]: table = \"db.table\" is missing")?;
@@ -134,7 +142,13 @@ fn invalidate_rule(v: &DeValue<'_>) -> Result<Vec<String>, String> {
     }
     Ok(keys
         .iter()
-        .map(|k| if md5 { format!("--invalidate={table}=md5({k})") } else { format!("--invalidate={table}={k}") })
+        .map(|k| {
+            if md5 {
+                format!("--invalidate={prefix}{table}=md5({k})")
+            } else {
+                format!("--invalidate={prefix}{table}={k}")
+            }
+        })
         .collect())
 }
 
@@ -215,6 +229,9 @@ mod tests {
             ]
         );
         assert!(parse("[[invalidate]]\ntable = \"a.b\"\nkey = [\"x\"]").unwrap_err().contains("unknown field 'key'"));
+        let pg = toks("[[invalidate]]\nbackend = \"postgres\"\ntable = \"public.u\"\nkeys = [\"u:{id}\"]");
+        assert_eq!(pg, ["--invalidate=postgres:public.u=u:{id}"]);
+        assert!(parse("[[invalidate]]\nbackend = \"oracle\"\ntable = \"a.b\"\nkeys = [\"x\"]").is_err());
         assert!(parse("[[invalidate]]\nkeys = [\"x\"]").unwrap_err().contains("table"));
         assert!(parse("[[invalidate]]\ntable = \"a.b\"\nkeys = [\"x\"]\nhash = \"sha1\"").is_err());
     }

@@ -336,6 +336,7 @@ mod tests {
         let parsed = crate::persistence::FLAGS
             .iter()
             .chain(crate::persistence::SWITCHES)
+            .chain(crate::postgres::SWITCHES)
             .chain(crate::mysql::FLAGS)
             .chain(crate::invalidate::FLAGS)
             .chain(&[

@@ -476,6 +476,7 @@ impl Config {
                     let flag = flag.to_string();
                     c.postgres.set(&flag, &val(&mut p)?)?;
                 }
+                Long(flag) if postgres::SWITCHES.contains(&flag) => c.postgres.set(flag, "")?,
                 Long("io-uring") => c.io_uring = IoUring::parse(&val(&mut p)?)?,
                 Short('d') | Long("daemon") => c.daemonize = true,
                 Short('S') | Long("enable-sasl") => c.sasl = true,
@@ -498,9 +499,9 @@ impl Config {
     fn finish(&mut self, st: &ParseState) -> Result<(), String> {
         let c = self;
         c.persistence.validate()?;
-        c.mysql.validate(!c.invalidate.rules.is_empty())?;
-        c.postgres.validate()?;
-        c.invalidate.validate(&c.mysql, c.invalidate_tuned)?;
+        c.mysql.validate(c.invalidate.follows(invalidate::RuleSource::Mysql))?;
+        c.postgres.validate(c.invalidate.follows(invalidate::RuleSource::Postgres))?;
+        c.invalidate.validate(&c.mysql, &c.postgres, c.invalidate_tuned)?;
         if c.sasl {
             // memcached's rules: SASL is binary-only, and UDP cannot carry it.
             if c.protocol == Protocol::Ascii {

@@ -77,6 +77,13 @@ pub struct PostgresConfig {
     /// `--pg-max-connections N`: client connections at once; more are refused with
     /// SQLSTATE 53300 (default 1024).
     pub max_connections: usize,
+    /// `--pg-slot NAME`: the logical replication slot the WAL is followed through (default
+    /// `sqlcached`; one per sqlcached process).
+    pub slot: String,
+    /// `--pg-publication NAME`: the publication naming the followed tables (default `sqlcached`).
+    pub publication: String,
+    /// `--pg-drop-slot`: drop the slot and the publication on `--pg-backend`, then exit.
+    pub drop_slot: bool,
 }
 
 impl Default for PostgresConfig {
@@ -94,6 +101,9 @@ impl Default for PostgresConfig {
             login_timeout: Duration::from_secs(60),
             backend_connect_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            slot: "sqlcached".into(),
+            publication: "sqlcached".into(),
+            drop_slot: false,
         }
     }
 }
@@ -112,7 +122,12 @@ pub const FLAGS: &[&str] = &[
     "pg-login-timeout",
     "pg-backend-connect-timeout",
     "pg-max-connections",
+    "pg-slot",
+    "pg-publication",
 ];
+
+/// The switch flags this module parses (no value).
+pub const SWITCHES: &[&str] = &["pg-drop-slot"];
 
 /// The environment variable holding `--pg-user`'s password.
 pub const PASSWORD_ENV: &str = "SQLCACHED_PG_PASSWORD";
@@ -151,6 +166,21 @@ impl PostgresConfig {
                     _ => self.backend_connect_timeout = d,
                 }
             }
+            "pg-slot" | "pg-publication" => {
+                let ok = !v.is_empty()
+                    && v.len() <= 63
+                    && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                if !ok {
+                    return Err(format!(
+                        "--{flag} '{v}': lower-case letters, digits and _ only, at most 63 (PostgreSQL's slot names)"
+                    ));
+                }
+                match flag {
+                    "pg-slot" => self.slot = v.to_string(),
+                    _ => self.publication = v.to_string(),
+                }
+            }
+            "pg-drop-slot" => self.drop_slot = true,
             "pg-max-connections" => {
                 let n: usize = v.trim().parse().map_err(|_| bad())?;
                 if n == 0 {
@@ -163,20 +193,30 @@ impl PostgresConfig {
         Ok(())
     }
 
-    /// Checks the combination after every flag was read.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the combination after every flag was read (`wal_rules`: `--invalidate` rules
+    /// follow `--pg-backend`'s WAL without the front).
+    pub fn validate(&self, wal_rules: bool) -> Result<(), String> {
         let given = self.backend.is_some()
             || self.user.is_some()
             || self.tls_cert.is_some()
             || self.tls_key.is_some()
             || self.backend_sslrootcert.is_some();
-        if self.listen.is_none() {
+        if self.drop_slot && (self.backend.is_none() || self.user.is_none()) {
+            return Err("--pg-drop-slot needs --pg-backend HOST:PORT and --pg-user USER (the role that may drop the \
+                        slot) to reach the server"
+                .into());
+        }
+        if self.listen.is_none() && !wal_rules && !self.drop_slot {
             if given {
                 return Err("--pg-backend, --pg-user, --pg-tls-* and --pg-backend-sslrootcert apply to the \
-                            PostgreSQL front: give --pg-listen too"
-                    .into());
+                            PostgreSQL front and to --invalidate=postgres:... rules: give --pg-listen or such a rule \
+                            too"
+                .into());
             }
             return Ok(());
+        }
+        if self.listen.is_none() && self.tls_cert.is_some() {
+            return Err("--pg-tls-cert and --pg-tls-key apply to the PostgreSQL front: give --pg-listen too".into());
         }
         if self.backend.is_none() {
             return Err("--pg-listen needs --pg-backend HOST:PORT (the PostgreSQL server to proxy)".into());
@@ -263,6 +303,17 @@ pub const HELP: Section = Section {
         ),
         Opt("--pg-backend-connect-timeout=<s>", "connecting to the backend may take s seconds (default: 10)"),
         Opt(
+            "--pg-slot=<name>",
+            "the logical replication slot --invalidate=postgres:... rules follow the WAL through (default: \
+             sqlcached; one per sqlcached; it holds WAL on the server until dropped)",
+        ),
+        Opt("--pg-publication=<name>", "the publication of the followed tables (default: sqlcached)"),
+        Opt(
+            "--pg-drop-slot",
+            "drop --pg-slot and --pg-publication on --pg-backend, then exit (when retiring a sqlcached: an \
+             abandoned slot holds WAL for ever)",
+        ),
+        Opt(
             "--pg-max-connections=<n>",
             "client connections at once; more are refused with SQLSTATE 53300 (default: 1024)",
         ),
@@ -276,27 +327,32 @@ mod tests {
     #[test]
     fn flags_and_validation() {
         let mut c = PostgresConfig::default();
-        c.validate().unwrap();
+        c.validate(false).unwrap();
         c.set("pg-listen", "127.0.0.1:6432").unwrap();
-        assert!(c.validate().unwrap_err().contains("--pg-backend"));
+        assert!(c.validate(false).unwrap_err().contains("--pg-backend"));
         c.set("pg-backend", "127.0.0.1:5432").unwrap();
-        c.validate().unwrap();
+        c.validate(false).unwrap();
         assert_eq!(c.backend_host_port(), Some(("127.0.0.1".into(), 5432)));
         assert!(c.set("pg-backend", "db").is_err());
         c.set("pg-backend-sslmode", "verify-full").unwrap();
-        assert!(c.validate().unwrap_err().contains("--pg-backend-sslrootcert"));
+        assert!(c.validate(false).unwrap_err().contains("--pg-backend-sslrootcert"));
         c.set("pg-backend-sslrootcert", "/etc/ca.pem").unwrap();
-        c.validate().unwrap();
+        c.validate(false).unwrap();
         assert!(c.set("pg-backend-sslmode", "maybe").is_err());
         c.set("pg-tls-cert", "a.pem").unwrap();
-        assert!(c.validate().unwrap_err().contains("go together"));
+        assert!(c.validate(false).unwrap_err().contains("go together"));
         assert!(c.set("pg-login-timeout", "0").is_err());
         assert!(c.set("pg-max-connections", "0").is_err());
         c.set("pg-login-timeout", "5").unwrap();
         assert_eq!(c.login_timeout, Duration::from_secs(5));
         let mut lone = PostgresConfig::default();
         lone.set("pg-user", "app").unwrap();
-        assert!(lone.validate().unwrap_err().contains("--pg-listen"));
+        assert!(lone.validate(false).unwrap_err().contains("--pg-listen"));
+        lone.set("pg-backend", "127.0.0.1:5432").unwrap();
+        lone.validate(true).unwrap();
+        assert!(lone.set("pg-slot", "Bad-Name").is_err());
+        lone.set("pg-slot", "cache_2").unwrap();
+        assert_eq!(lone.slot, "cache_2");
         assert_eq!(split_host_port("[::1]:5432"), Some(("::1".into(), 5432)));
     }
 }

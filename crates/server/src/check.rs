@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use engine::{Engine, EngineConfig};
 
+use config::invalidate::RuleSource;
 use config::mysql::CacheType;
 use config::Config;
 
@@ -94,12 +95,19 @@ pub fn run(cfg: &Config) -> bool {
     if !cfg.invalidate.rules.is_empty() {
         let engine = std::sync::Arc::new(Engine::new(EngineConfig::default()));
         let rules = crate::invalidate::Rules::new(&cfg.invalidate, engine);
-        match crate::invalidate::check::Login::of(&cfg.mysql) {
-            Ok(login) => {
-                let (passed, what) = crate::invalidate::check::for_check_config(&login, &rules);
-                say(passed, what);
+        for source in [RuleSource::Mysql, RuleSource::Postgres] {
+            let mine = rules.of(source);
+            if mine.is_empty() {
+                continue;
             }
-            Err(e) => say(false, format!("--invalidate: {e}")),
+            match crate::invalidate::sources::Source::of(cfg, source) {
+                Ok(src) => {
+                    for (passed, what) in crate::invalidate::check::for_check_config(&*src.check(), &mine) {
+                        say_or_warn(&mut say, passed, what);
+                    }
+                }
+                Err(e) => say(false, format!("--invalidate: {e}")),
+            }
         }
     }
     if let Some(backend) = &cfg.mysql.backend {
@@ -184,4 +192,60 @@ fn reachable(addr: &str) -> Result<(), String> {
         }
     }
     Err(last)
+}
+
+/// `--pg-drop-slot`: drops `--pg-slot` and `--pg-publication` on `--pg-backend` (what a
+/// retired sqlcached leaves behind: an abandoned slot holds WAL on the server for ever).
+/// Prints what it did; true if both are gone.
+pub fn drop_pg_slot(cfg: &Config) -> bool {
+    use source_postgres::replication::ReplicationClient;
+    let pg = &cfg.postgres;
+    let conn = match pg.password().map_err(|e| e.to_string()).and_then(|p| pg_proxy::tls::source_config(pg, p)) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL: --pg-drop-slot: {e}");
+            return false;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("FAIL: --pg-drop-slot: {e}");
+            return false;
+        }
+    };
+    let backend = pg.backend.clone().unwrap_or_default();
+    rt.block_on(async {
+        let mut client = match ReplicationClient::connect(&conn).await {
+            Ok(c) => c,
+            Err(e) => {
+                println!("FAIL: --pg-drop-slot: {backend}: {e}");
+                return false;
+            }
+        };
+        let mut ok = true;
+        match client.drop_slot(&pg.slot, false).await {
+            Ok(()) => println!("ok: dropped replication slot {} on {backend}", pg.slot),
+            Err(source_postgres::Error::SlotMissing(_)) => {
+                println!("ok: replication slot {} does not exist on {backend}", pg.slot)
+            }
+            Err(e @ source_postgres::Error::SlotInUse(_)) => {
+                ok = false;
+                println!("FAIL: {e} (a running sqlcached follows it: stop it first)");
+            }
+            Err(e) => {
+                ok = false;
+                println!("FAIL: dropping replication slot {}: {e}", pg.slot);
+            }
+        }
+        match client.drop_publication(&pg.publication).await {
+            Ok(()) => println!("ok: publication {} is gone from {backend} (database {})", pg.publication, pg.database),
+            Err(e) => {
+                ok = false;
+                println!("FAIL: dropping publication {}: {e}", pg.publication);
+            }
+        }
+        client.close().await;
+        ok
+    })
 }

@@ -12,6 +12,7 @@ const EX_CONFIG: i32 = 78;
 fn main() {
     memory::configure_allocator();
     let cfg = match Config::from_args(std::env::args().skip(1)) {
+        Ok(Action::Run(c)) if c.postgres.drop_slot => std::process::exit(if check::drop_pg_slot(&c) { 0 } else { 1 }),
         Ok(Action::Run(c)) => *c,
         Ok(Action::Print(text)) => {
             print!("{text}");

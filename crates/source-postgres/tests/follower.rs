@@ -125,7 +125,7 @@ async fn follows_rows_tables_restarts_and_a_dropped_slot() {
             c => panic!("unexpected {c:?}"),
         }
     }
-    assert_eq!(f.stats().extra.iter().find(|(k, _)| *k == "slot_recreated").map(|(_, v)| v.as_str()), Some("1"));
+    assert_eq!(f.stats().extra.iter().find(|(k, _, _)| *k == "slot_recreated").map(|(_, _, v)| v.as_str()), Some("1"));
     drop(f);
     let mut client = ReplicationClient::connect(&config(&url, "")).await.unwrap();
     client.drop_slot(&slot, true).await.unwrap();

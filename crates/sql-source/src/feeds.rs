@@ -263,15 +263,21 @@ impl Feeds {
         sink.stat(&name("rechecks_dropped"), Kind::Counter, &sum(|f| &f.rechecks_dropped));
         let at = |s: &FeedStats| s.position.clone().unwrap_or_else(|| "-".to_string());
         sink.stat(&name("position"), Kind::Info, &stats.iter().map(at).collect::<Vec<_>>().join(","));
-        let mut extra: Vec<&'static str> = Vec::new();
-        for (k, _) in stats.iter().flat_map(|s| s.extra.iter()) {
-            if !extra.contains(k) {
-                extra.push(k);
+        let mut extra: Vec<(&'static str, Kind)> = Vec::new();
+        for (k, kind, _) in stats.iter().flat_map(|s| s.extra.iter()) {
+            if !extra.iter().any(|(n, _)| n == k) {
+                extra.push((k, *kind));
             }
         }
-        for k in extra {
-            let v = |s: &FeedStats| s.extra.iter().find(|(n, _)| *n == k).map_or("-".to_string(), |(_, v)| v.clone());
-            sink.stat(&name(k), Kind::Info, &stats.iter().map(v).collect::<Vec<_>>().join(","));
+        for (k, kind) in extra {
+            let values = stats.iter().map(|s| s.extra.iter().find(|(n, _, _)| *n == k).map(|(_, _, v)| v.as_str()));
+            if kind == Kind::Info {
+                let listed: Vec<&str> = values.map(|v| v.unwrap_or("-")).collect();
+                sink.stat(&name(k), kind, &listed.join(","));
+            } else {
+                let sum: u64 = values.map(|v| v.and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)).sum();
+                sink.stat(&name(k), kind, &sum);
+            }
         }
     }
 }

@@ -24,8 +24,9 @@ pub struct FeedStats {
     /// Where a restarted follower goes on without missing a transaction (the source's own
     /// notation, parsed back by the source); None when the server keeps it (a slot).
     pub resume: Option<String>,
-    /// Figures only this source has (`wal_status`, the slot's name...), by stat name.
-    pub extra: Vec<(&'static str, String)>,
+    /// Figures only this source has (the slot's name and `wal_status`, the WAL it holds...):
+    /// name, kind (`Info` values are listed per server, the others summed), value.
+    pub extra: Vec<(&'static str, engine::stats::Kind, String)>,
 }
 
 /// The lag of a follower, read on hot paths (no reference taken on the feed).

@@ -9,6 +9,7 @@
 //!   [`FeedStats`] and its [`Lag`];
 //! - [`feeds`]: one follower per server, shared by every cache that follows it, with
 //!   rechecks for the window between the log and visibility;
+//! - [`check`]: whether a source can follow the tables a cache names (its [`check::Verdict`]);
 //! - [`fresh`]: the freshness bound (answer from memory only while the follower is close
 //!   to the head).
 //!
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 mod change;
+pub mod check;
 pub mod feeds;
 mod follow;
 pub mod fresh;

@@ -13,19 +13,23 @@
 //! is flushed. What changes no row (FLUSH PRIVILEGES and other FLUSH, GRANT/REVOKE and
 //! account statements, ANALYZE, OPTIMIZE, triggers and routines, indexes) changes no key.
 //!
-//! The follower is the server's feed of `--mysql-backend` (`binlog::feeds`), shared with the
+//! A rule follows the binlog of `--mysql-backend` or, written `postgres:SCHEMA.TABLE=...`,
+//! the WAL of `--pg-backend` (a logical replication slot, `source_postgres::follower`). The
+//! follower is the server's feed of that server (`sql_source::feeds`), shared with the
 //! query cache and the `caching` containers. A broken stream delays invalidations; the
 //! follower resumes where it stopped, so none is lost (a gap is a table change of every rule).
 //!
-//! - [`check`]: the rules against the backend at start (tables, columns, row-format binlog).
-//! - [`position`]: with `--data-dir`, the binlog position saved so a restart resumes there.
+//! - [`check`]: the rules against their sources at start (tables, columns, the log's settings).
+//! - [`sources`]: each source's check and follower, built from the settings.
+//! - [`position`]: with `--data-dir`, the binlog position saved so a restart resumes there
+//!   (PostgreSQL keeps its own in the slot: commits are confirmed once on disk).
 //! - [`stats`]: per-rule counters for `stats` and the metrics.
 
 pub mod check;
 pub mod position;
+pub mod sources;
 pub mod stats;
 
-use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -35,10 +39,12 @@ use engine::Engine;
 use parking_lot::Mutex;
 use sql_source::Change;
 
-use config::invalidate::{InvalidateConfig, TableChanges};
+use config::invalidate::{InvalidateConfig, RuleSource, TableChanges};
 
 /// The keys of one table.
 pub struct Rule {
+    /// The server whose log the rule follows.
+    pub source: RuleSource,
     /// Database of the table.
     pub db: String,
     /// The table.
@@ -50,13 +56,22 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// `db.table`, the rule's name in stats and logs.
+    /// `db.table` (`postgres:schema.table`), the rule's name in stats and logs.
     pub fn name(&self) -> String {
-        format!("{}.{}", self.db, self.table)
+        match self.source {
+            RuleSource::Mysql => format!("{}.{}", self.db, self.table),
+            RuleSource::Postgres => format!("postgres:{}.{}", self.db, self.table),
+        }
     }
 
-    fn is(&self, db: &str, table: &str) -> bool {
-        self.db.eq_ignore_ascii_case(db) && self.table.eq_ignore_ascii_case(table)
+    /// MariaDB/MySQL names compare without case (as `lower_case_table_names` servers and
+    /// information_schema do); PostgreSQL's as the WAL spells them.
+    fn is(&self, source: RuleSource, db: &str, table: &str) -> bool {
+        self.source == source
+            && match source {
+                RuleSource::Mysql => self.db.eq_ignore_ascii_case(db) && self.table.eq_ignore_ascii_case(table),
+                RuleSource::Postgres => self.db == db && self.table == table,
+            }
     }
 }
 
@@ -69,8 +84,8 @@ pub struct Rules {
     table_changes: TableChanges,
     /// Counters over every rule.
     pub totals: stats::Totals,
-    /// Whether the stream was flowing at the last change (for logging transitions).
-    connected: Mutex<bool>,
+    /// Whether each source's stream was flowing at its last change (for logging transitions).
+    connected: Mutex<[bool; 2]>,
     /// With `--data-dir`: saves the binlog position.
     saver: OnceLock<position::Saver>,
 }
@@ -80,9 +95,10 @@ impl Rules {
     pub fn new(cfg: &InvalidateConfig, engine: Arc<Engine>) -> Rules {
         let mut rules: Vec<Rule> = Vec::new();
         for spec in &cfg.rules {
-            match rules.iter_mut().find(|r| r.is(&spec.db, &spec.table)) {
+            match rules.iter_mut().find(|r| r.is(spec.source, &spec.db, &spec.table)) {
                 Some(r) => r.templates.push(spec.template.clone()),
                 None => rules.push(Rule {
+                    source: spec.source,
                     db: spec.db.clone(),
                     table: spec.table.clone(),
                     templates: vec![spec.template.clone()],
@@ -97,7 +113,7 @@ impl Rules {
             hold,
             table_changes: cfg.table_changes,
             totals: Default::default(),
-            connected: Mutex::new(false),
+            connected: Mutex::new([false; 2]),
             saver: OnceLock::new(),
         }
     }
@@ -109,11 +125,20 @@ impl Rules {
         }
     }
 
-    /// Applies one binlog change (called on the feed's thread, in binlog order).
-    pub fn apply(&self, change: &Change) {
+    /// The rules of one source.
+    pub fn of(&self, source: RuleSource) -> Vec<&Rule> {
+        self.rules.iter().filter(|r| r.source == source).collect()
+    }
+
+    /// Applies one change of `source`'s log (called on the feed's thread, in log order).
+    pub fn apply(&self, source: RuleSource, change: &Change) {
+        let log = match source {
+            RuleSource::Mysql => "binlog",
+            RuleSource::Postgres => "WAL",
+        };
         match change {
             Change::Rows { db, table, schema, rows, .. } => {
-                for rule in self.rules.iter().filter(|r| r.is(db, table)) {
+                for rule in self.rules.iter().filter(|r| r.is(source, db, table)) {
                     let mut keys: Vec<Vec<u8>> = Vec::with_capacity(rows.len() * rule.templates.len());
                     for row in rows {
                         for t in &rule.templates {
@@ -132,15 +157,16 @@ impl Rules {
                 }
             }
             Change::Table { db, table } | Change::ManyRows { db, table } => {
-                if let Some(rule) = self.rules.iter().find(|r| r.is(db, table)) {
+                if let Some(rule) = self.rules.iter().find(|r| r.is(source, db, table)) {
                     self.table_change(&format!(
-                        "table {} changed as a whole (TRUNCATE, DDL or statement-format DML)",
+                        "table {} changed as a whole (TRUNCATE, DDL, statement-format DML, or a change the {log} \
+                         cannot name rows of)",
                         rule.name()
                     ));
                 }
             }
             Change::Database { db } => {
-                if self.rules.iter().any(|r| r.db.eq_ignore_ascii_case(db)) {
+                if self.rules.iter().any(|r| r.source == source && r.db.eq_ignore_ascii_case(db)) {
                     self.table_change(&format!("database {db} changed as a whole"));
                 }
             }
@@ -148,19 +174,20 @@ impl Rules {
             // No row changed: the keys built from rows stay right (docs/invalidation.md).
             Change::Privileges { .. } | Change::Routines { .. } | Change::Keys { .. } => {}
             Change::Disconnected { reason } => {
-                let mut c = self.connected.lock();
+                let c = &mut self.connected.lock()[source as usize];
                 if *c {
                     log::warn!(
-                        "--invalidate: binlog stream lost ({reason}): invalidations wait until it is back \
+                        "--invalidate: {log} stream lost ({reason}): invalidations wait until it is back \
                          (it resumes where it stopped)"
                     );
                 }
                 *c = false;
             }
             Change::Connected => {
-                let mut c = self.connected.lock();
+                let c = &mut self.connected.lock()[source as usize];
                 if !*c {
-                    log::info!("--invalidate: binlog flowing: {} rule(s) applied as rows change", self.rules.len());
+                    let n = self.of(source).len();
+                    log::info!("--invalidate: {log} flowing: {n} rule(s) applied as rows change");
                 }
                 *c = true;
             }
@@ -182,56 +209,36 @@ impl Rules {
     }
 }
 
-/// Builds the rules, checks them against the backend (a wrong table or column, or a binlog
-/// that cannot name rows, stops the start; an unreachable backend is said and checked again
-/// once it answers) and subscribes them to the backend's feed, from the position saved in
-/// `--data-dir` if there is one.
+/// Builds the rules, checks them against their sources (a wrong table or column, or a log
+/// that cannot name rows, stops the start; an unreachable server is said and checked again
+/// once it answers) and subscribes them to each source's feed (the binlog from the position
+/// saved in `--data-dir` if there is one; the WAL from its slot's confirmed position).
 pub fn start(
     cfg: &config::Config,
     engine: Arc<Engine>,
     feeds: &crate::feeds::SourceFeeds,
 ) -> Result<Arc<Rules>, String> {
     let rules = Arc::new(Rules::new(&cfg.invalidate, engine));
-    let login = check::Login::of(&cfg.mysql).map_err(|e| format!("--invalidate: {e}"))?;
-    check::at_start(&login, &rules)?;
-    let summary: Vec<String> =
-        rules.rules.iter().map(|r| format!("{} ({} key(s))", r.name(), r.templates.len())).collect();
-    log::info!(
-        "--invalidate: following the binlog of {} for {}; fills held {} ms after each invalidation",
-        login.backend,
-        summary.join(", "),
-        cfg.invalidate.hold_ms
-    );
-    let dir = cfg.persistence.data_dir.as_deref().map(Path::new);
-    let start = dir.and_then(position::load);
-    match (dir, &start) {
-        (Some(d), Some(p)) => log::info!(
-            "--invalidate: resuming the binlog at {}:{} (saved in {}): changes made while sqlcached was down \
-             are invalidated first",
-            p.file,
-            p.pos,
-            d.display()
-        ),
-        (Some(d), None) => log::warn!(
-            "--invalidate: no binlog position saved in {} yet: rows changed before this start are not \
-             invalidated (from now on the position is saved there)",
-            d.display()
-        ),
-        _ => {}
-    }
-    let config = binlog::Config {
-        backend: login.backend.clone(),
-        user: login.user.clone(),
-        password: login.password.clone(),
-        server_id: cfg.mysql.server_id(),
-        start,
-    };
-    let sink_rules = rules.clone();
-    // No rechecks: the hold already refuses fills made before the commit was visible.
-    let sink: sql_source::feeds::Sink = Box::new(move |change, _| sink_rules.apply(change));
-    let feed = binlog::subscribe(&feeds.binlog, config, "the --invalidate rules", false, true, sink);
-    if let Some(d) = dir {
-        let _ = rules.saver.set(position::Saver::start(d.to_path_buf(), Arc::downgrade(&feed)));
+    for source in [RuleSource::Mysql, RuleSource::Postgres] {
+        let mine = rules.of(source);
+        if mine.is_empty() {
+            continue;
+        }
+        let src = sources::Source::of(cfg, source).map_err(|e| format!("--invalidate: {e}"))?;
+        check::at_start(src.check(), &mine)?;
+        let summary: Vec<String> =
+            mine.iter().map(|r| format!("{} ({} key(s))", r.name(), r.templates.len())).collect();
+        log::info!(
+            "--invalidate: following the {} of {} for {}; fills held {} ms after each invalidation",
+            src.log(),
+            src.backend(),
+            summary.join(", "),
+            cfg.invalidate.hold_ms
+        );
+        let sink_rules = rules.clone();
+        // No rechecks: the hold already refuses fills made before the commit was visible.
+        let sink: sql_source::feeds::Sink = Box::new(move |change, _| sink_rules.apply(source, change));
+        src.subscribe(cfg, feeds, sink, &rules.saver);
     }
     Ok(rules)
 }
@@ -261,12 +268,13 @@ mod tests {
         let engine = Arc::new(Engine::new(EngineConfig::default()));
         let rules = Rules::new(&cfg, engine.clone());
         assert_eq!(rules.rules.len(), 2);
+        let apply = |c: &Change| rules.apply(RuleSource::Mysql, c);
         for k in ["user:1", "email:old@x", "email:new@x", "user:2", "order:1", "email:other@x"] {
             set(&engine, k.as_bytes());
         }
         let schema = Arc::new(TableSchema { columns: vec!["id".into(), "email".into()], primary_key: vec![0] });
         let row = |id, email: &str| vec![Value::Int(id), Value::Bytes(email.as_bytes().to_vec())];
-        rules.apply(&Change::Rows {
+        apply(&Change::Rows {
             db: "SHOP".into(),
             table: "users".into(),
             schema,
@@ -289,9 +297,13 @@ mod tests {
         set(&engine, b"user:1");
         assert!(!present(&engine, b"user:1"));
         // A table change flushes by default.
-        rules.apply(&Change::Table { db: "shop".into(), table: "orders".into() });
+        apply(&Change::Table { db: "shop".into(), table: "orders".into() });
+        // The same table named by the other source's log: not this rule's.
+        set(&engine, b"order:1");
+        rules.apply(RuleSource::Postgres, &Change::Table { db: "shop".into(), table: "orders".into() });
+        assert!(present(&engine, b"order:1"));
         assert!(!present(&engine, b"user:2"));
-        rules.apply(&Change::Table { db: "shop".into(), table: "other".into() });
+        apply(&Change::Table { db: "shop".into(), table: "other".into() });
         assert_eq!(rules.totals.table_changes(), 1);
     }
 }

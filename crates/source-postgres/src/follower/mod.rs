@@ -18,6 +18,7 @@
 //! reads the slot's `wal_status` and the WAL it holds every [`MONITOR`] (`wal_status`,
 //! `wal_retained_bytes`).
 
+mod check;
 mod decode;
 mod session;
 
@@ -26,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use engine::stats::Kind;
 use sql_source::{Change, FeedStats, Follow, Lag};
 use tokio::sync::watch;
 
@@ -148,11 +150,13 @@ impl Follow for Follower {
             position: (received != 0).then(|| crate::Lsn(received).to_string()),
             resume: None,
             extra: vec![
-                ("slot", self.slot.clone()),
-                ("status", if status.is_empty() { "-".into() } else { status }),
-                ("retained_bytes", sh.retained_bytes.load(Relaxed).to_string()),
-                ("confirmed", crate::Lsn(sh.confirmed.load(Relaxed)).to_string()),
-                ("slot_recreated", sh.slot_recreated.load(Relaxed).to_string()),
+                ("slot", Kind::Info, self.slot.clone()),
+                ("status", Kind::Info, if status.is_empty() { "-".into() } else { status.clone() }),
+                // 1 while the slot keeps every WAL segment it needs (reserved or extended).
+                ("status_ok", Kind::Gauge, u8::from(matches!(status.as_str(), "reserved" | "extended")).to_string()),
+                ("retained_bytes", Kind::Gauge, sh.retained_bytes.load(Relaxed).to_string()),
+                ("confirmed", Kind::Info, crate::Lsn(sh.confirmed.load(Relaxed)).to_string()),
+                ("slot_recreated", Kind::Counter, sh.slot_recreated.load(Relaxed).to_string()),
             ],
         }
     }
