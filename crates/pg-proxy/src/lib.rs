@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod cancel;
 pub mod check;
 pub mod conn;

@@ -61,8 +61,8 @@ pub fn for_check_config(source: &dyn Check, rules: &[&Rule]) -> Vec<(Option<bool
         Verdict::Good { notes } => notes
             .into_iter()
             .map(|m| match m.strip_prefix("WARNING: ") {
-                Some(w) => (None, format!("--invalidate ({}): {w}", source.backend())),
-                None => (Some(true), format!("--invalidate ({}): {n} rule(s): {m}", source.backend())),
+                Some(w) => (None, format!("--invalidate on {}: {w}", source.backend())),
+                None => (Some(true), format!("--invalidate: {n} rule(s) on {}: {m}", source.backend())),
             })
             .collect(),
         Verdict::Wrong(p) => p.into_iter().map(|m| (Some(false), format!("--invalidate: {m}"))).collect(),
