@@ -18,7 +18,7 @@ concurrent writers and readers. About 12 s per target.
 """
 import pytest
 
-from freshness import CASES, Target, pgpool_target, race, run_case, sqlcached_target, variants
+from freshness import CASES, Target, pgpool_target, race, run_case, sqlcached_hits, sqlcached_target, variants
 
 ITERATIONS = 2
 RACE_SECONDS = 1.0
@@ -95,9 +95,13 @@ def test_sqlcached_pg_front_is_never_stale(fcdb, direct_dsn):
     """sqlcached's --pg-listen: nothing stale or wrong in any case, any protocol, the race too."""
     from harness.pgproxy import start_pgproxy
 
-    with start_pgproxy(fcdb) as px:
+    with start_pgproxy(fcdb, "--pg-database", "fc", "--pg-ddl-trigger", "--pg-slot", "fresh_fc",
+                       "--pg-publication", "fresh_fc") as px:
         assert_never_stale(sqlcached_target(px, "fc"), direct_dsn)
         assert px.proc.poll() is None
+        hits = sqlcached_hits(px.stats())
+        print("sqlcached query cache:", {k: v for k, v in px.stats().items() if k.startswith(("pg_query_cache", "wal_"))})
+        assert hits and hits > 0, "the cache answered nothing: the test would prove nothing about it"
 
 
 def test_pgpool_query_cache_stale_reads(fcdb, direct_dsn):

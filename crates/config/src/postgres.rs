@@ -84,6 +84,17 @@ pub struct PostgresConfig {
     pub publication: String,
     /// `--pg-drop-slot`: drop the slot and the publication on `--pg-backend`, then exit.
     pub drop_slot: bool,
+    /// `--pg-ddl-trigger`: install event triggers that put DDL into the WAL (superuser).
+    pub ddl_trigger: bool,
+    /// `--pg-query-cache on|off`: answer cacheable reads from memory (default on).
+    pub cache: bool,
+    /// `--pg-query-cache-size BYTES`: memory for results and their tags (default 64 MiB).
+    pub cache_size: usize,
+    /// `--pg-query-cache-limit BYTES`: larger results are not kept (default 1 MiB).
+    pub cache_limit: usize,
+    /// `--pg-query-cache-max-lag MS`: answer from memory only while the WAL follower is at
+    /// most this far behind (default 100; 0: no bound).
+    pub cache_max_lag_ms: u64,
 }
 
 impl Default for PostgresConfig {
@@ -104,6 +115,11 @@ impl Default for PostgresConfig {
             slot: "sqlcached".into(),
             publication: "sqlcached".into(),
             drop_slot: false,
+            ddl_trigger: false,
+            cache: true,
+            cache_size: 64 << 20,
+            cache_limit: 1 << 20,
+            cache_max_lag_ms: 100,
         }
     }
 }
@@ -124,10 +140,14 @@ pub const FLAGS: &[&str] = &[
     "pg-max-connections",
     "pg-slot",
     "pg-publication",
+    "pg-query-cache",
+    "pg-query-cache-size",
+    "pg-query-cache-limit",
+    "pg-query-cache-max-lag",
 ];
 
 /// The switch flags this module parses (no value).
-pub const SWITCHES: &[&str] = &["pg-drop-slot"];
+pub const SWITCHES: &[&str] = &["pg-drop-slot", "pg-ddl-trigger"];
 
 /// The environment variable holding `--pg-user`'s password.
 pub const PASSWORD_ENV: &str = "SQLCACHED_PG_PASSWORD";
@@ -181,6 +201,25 @@ impl PostgresConfig {
                 }
             }
             "pg-drop-slot" => self.drop_slot = true,
+            "pg-ddl-trigger" => self.ddl_trigger = true,
+            "pg-query-cache" => {
+                self.cache = match v {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("--pg-query-cache must be on or off, not '{v}'")),
+                }
+            }
+            "pg-query-cache-size" | "pg-query-cache-limit" => {
+                let n = crate::parse_size(v).ok_or_else(bad)?;
+                if n < 1024 {
+                    return Err(format!("--{flag} must be at least 1k"));
+                }
+                match flag {
+                    "pg-query-cache-size" => self.cache_size = n,
+                    _ => self.cache_limit = n,
+                }
+            }
+            "pg-query-cache-max-lag" => self.cache_max_lag_ms = v.trim().parse().map_err(|_| bad())?,
             "pg-max-connections" => {
                 let n: usize = v.trim().parse().map_err(|_| bad())?;
                 if n == 0 {
@@ -303,11 +342,27 @@ pub const HELP: Section = Section {
         ),
         Opt("--pg-backend-connect-timeout=<s>", "connecting to the backend may take s seconds (default: 10)"),
         Opt(
+            "--pg-query-cache=<on|off>",
+            "answer cacheable reads from memory, kept fresh by the WAL of --pg-database (default: on; needs \
+             --pg-user with REPLICATION)",
+        ),
+        Opt("--pg-query-cache-size=<n>", "memory for cached results (default: 64m)"),
+        Opt("--pg-query-cache-limit=<n>", "larger results are not cached (default: 1m)"),
+        Opt(
+            "--pg-query-cache-max-lag=<ms>",
+            "answer from memory only while the WAL follower is at most ms behind (default: 100; 0: no bound)",
+        ),
+        Opt(
             "--pg-slot=<name>",
             "the logical replication slot --invalidate=postgres:... rules follow the WAL through (default: \
              sqlcached; one per sqlcached; it holds WAL on the server until dropped)",
         ),
         Opt("--pg-publication=<name>", "the publication of the followed tables (default: sqlcached)"),
+        Opt(
+            "--pg-ddl-trigger",
+            "install event triggers (schema sqlcached, needs a superuser) that put DDL, GRANT and REVOKE into \
+             the WAL, so the caches see them at once (without: at the table's next row change, or within 1 s)",
+        ),
         Opt(
             "--pg-drop-slot",
             "drop --pg-slot and --pg-publication on --pg-backend, then exit (when retiring a sqlcached: an \

@@ -65,13 +65,19 @@ pub struct Proxy {
     backend_up: AtomicBool,
     /// Set at shutdown: sessions close at their next idle moment.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// The query cache and the database whose WAL it follows (None: off, said at start).
+    pub cache: Option<(Arc<cache::PgCache>, String)>,
 }
 
 impl Proxy {
     /// The front for these settings (certificates loaded; a bad file is an error here, so
     /// the start stops before anything listens). Units are timed for the latency
     /// histograms when `timing` (`--metrics-listen`).
-    pub fn new(cfg: &config::postgres::PostgresConfig, timing: bool) -> Result<Proxy, String> {
+    pub fn new(
+        cfg: &config::postgres::PostgresConfig,
+        feeds: &sql_source::feeds::Feeds,
+        timing: bool,
+    ) -> Result<Proxy, String> {
         let tls = tls::ProxyTls::new(cfg)?;
         let backend = cfg.backend.clone().ok_or("--pg-listen needs --pg-backend")?;
         let (host, port) = cfg.backend_host_port().ok_or_else(|| format!("--pg-backend {backend}: want HOST:PORT"))?;
@@ -88,6 +94,7 @@ impl Proxy {
             login_slots: tokio::sync::Semaphore::new(LOGIN_SLOTS),
             backend_up: AtomicBool::new(true),
             stopping: tokio::sync::watch::Sender::new(false),
+            cache: cache::start::start(cfg, feeds)?,
         })
     }
 
@@ -123,6 +130,9 @@ impl Proxy {
     /// Writes the front's figures (`stats`, `/metrics`).
     pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
         self.counters.write(sink);
+        if let Some((c, _)) = &self.cache {
+            c.write_stats(sink);
+        }
     }
 
     /// Notes whether a login could reach the backend; logs each change once (not once per

@@ -21,8 +21,10 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use protocol_postgres::{backend_limit, frontend_limit};
+use protocol_postgres::{backend_limit, frontend_limit, TransactionStatus};
 
+use crate::cache::session::{CacheState, Effect};
+use crate::cache::{Fill, Plan};
 use crate::counters::Unit;
 use crate::errors::{self, fatal};
 use crate::handshake::{is_fatal, Login};
@@ -52,10 +54,26 @@ pub enum End {
 /// relayed; its later units are just not timed).
 const TIMED_UNITS: usize = 4096;
 
+/// What the cache does when a unit's ReadyForQuery comes back.
+enum Action {
+    /// Nothing.
+    None,
+    /// Store the reply (collected as it is relayed) unless it cannot be kept.
+    Fill { fill: Fill, reply: Vec<u8>, shape: protocol_postgres::Reply, whole: bool },
+    /// Drop what the unit wrote, before the client sees its ReadyForQuery.
+    Wrote(Effect),
+}
+
 /// The state both directions share (one task: the lock is never contended, nor held
 /// across an await).
 #[derive(Default)]
 pub struct Flow {
+    /// The session (settings, transaction status).
+    session: Session,
+    /// The query cache's view of it.
+    cache: CacheState,
+    /// One action per unit in flight, in order.
+    actions: VecDeque<Action>,
     /// Replies in flight.
     pending: u64,
     /// The oldest in-flight units with their start (timed when `--metrics-listen`).
@@ -73,8 +91,15 @@ pub struct Flow {
 }
 
 impl Flow {
-    /// A unit was sent to the backend.
+    /// A unit was sent to the backend (no cache action).
+    #[cfg(test)]
     fn sent(&mut self, unit: Unit, started: Option<Instant>) {
+        self.sent_with(unit, started, Action::None);
+    }
+
+    /// A unit was sent to the backend, with what the cache does at its end.
+    fn sent_with(&mut self, unit: Unit, started: Option<Instant>, action: Action) {
+        self.actions.push_back(action);
         self.pending += 1;
         if self.untimed == 0 && self.units.len() < TIMED_UNITS {
             self.units.push_back((unit, started));
@@ -83,16 +108,18 @@ impl Flow {
         }
     }
 
-    /// A ReadyForQuery came back: the oldest unit is answered.
-    fn received(&mut self) {
+    /// A ReadyForQuery came back: the oldest unit is answered; its cache action.
+    fn received(&mut self) -> Option<Action> {
         if self.pending == 0 {
-            return; // not asked for (a server bug): nothing to end
+            return None; // not asked for (a server bug): nothing to end
         }
         self.pending -= 1;
+        let action = self.actions.pop_front();
         match self.units.pop_front() {
             Some(u) => self.done.push(u),
             None => self.untimed = self.untimed.saturating_sub(1),
         }
+        action
     }
 
     /// Replies in flight.
@@ -104,16 +131,18 @@ impl Flow {
 /// Runs a session until either side ends it; the client is told why when the proxy or the
 /// backend ended it.
 pub async fn run(client: Link, server: Box<Link>, login: Box<Login>, proxy: &Proxy) -> End {
-    let Login { mut session, key: _key } = *login; // the key lives as long as the session
-    let (mut cr, mut cw) = client.into_halves();
+    let Login { session, key: _key } = *login; // the key lives as long as the session
+    let (mut cr, cw) = client.into_halves();
     let (mut br, mut bw) = server.into_halves();
-    let flow = Mutex::new(Flow::default());
+    let cw = tokio::sync::Mutex::new(cw);
+    let flow = Mutex::new(Flow { session, ..Flow::default() });
     let mut stop = proxy.stop_signal();
     let end = tokio::select! {
-        e = up(&mut cr, &mut bw, &flow, proxy) => e,
-        e = down(&mut br, &mut cw, &flow, &mut session, proxy) => e,
+        e = up(&mut cr, &mut bw, &cw, &flow, proxy) => e,
+        e = down(&mut br, &cw, &flow, proxy) => e,
         () = idle_stop(&mut stop, &flow) => End::Stopped,
     };
+    let mut cw = cw.into_inner();
     // The client is told why unless a message to it was cut short (more would be garbage).
     let tell = |bytes: Vec<u8>| if br.mid_message() { None } else { Some(bytes) };
     let to_client = match &end {
@@ -166,8 +195,15 @@ async fn idle_stop(rx: &mut tokio::sync::watch::Receiver<bool>, flow: &Mutex<Flo
     }
 }
 
-/// Client to backend: every complete message (and long ones as they arrive) in one write.
-async fn up(cr: &mut Reader, bw: &mut Writer, flow: &Mutex<Flow>, proxy: &Proxy) -> End {
+/// Client to backend: every complete message (and long ones as they arrive) in one write;
+/// a simple Query the cache can answer is answered here instead (see [`query`]).
+async fn up(
+    cr: &mut Reader,
+    bw: &mut Writer,
+    cw: &tokio::sync::Mutex<Writer>,
+    flow: &Mutex<Flow>,
+    proxy: &Proxy,
+) -> End {
     let c = &proxy.counters;
     loop {
         match cr.fill().await {
@@ -176,21 +212,32 @@ async fn up(cr: &mut Reader, bw: &mut Writer, flow: &Mutex<Flow>, proxy: &Proxy)
         };
         let now = c.start();
         let mut quit = false;
+        let mut hit: Option<(Vec<u8>, usize)> = None;
         let scanned = {
             let mut f = flow.lock();
-            cr.scan(frontend_limit, |tag, _body| {
+            cr.scan(frontend_limit, |tag, body| {
                 match tag {
                     b'Q' => {
                         c.queries_simple.fetch_add(1, Ordering::Relaxed);
-                        f.sent(Unit::Simple, now);
+                        match query(&mut f, body, proxy) {
+                            Answer::Hit(bytes) => {
+                                hit = Some((bytes, body.map_or(0, |b| b.len()) + 5));
+                                return false;
+                            }
+                            Answer::Forward(action) => f.sent_with(Unit::Simple, now, action),
+                        }
                     }
                     b'S' => {
                         let t = f.batch_start.take().or(now);
-                        f.sent(Unit::Extended, t);
+                        let effect = std::mem::take(&mut f.cache.batch);
+                        let action = if effect == Effect::None { Action::None } else { Action::Wrote(effect) };
+                        f.sent_with(Unit::Extended, t, action);
                     }
                     b'F' => {
                         c.function_calls.fetch_add(1, Ordering::Relaxed);
-                        f.sent(Unit::Function, now);
+                        // A function may write anything.
+                        let action = if proxy.cache.is_some() { Action::Wrote(Effect::All) } else { Action::None };
+                        f.sent_with(Unit::Function, now, action);
                     }
                     b'E' | b'P' | b'B' | b'D' | b'C' => {
                         match tag {
@@ -198,6 +245,9 @@ async fn up(cr: &mut Reader, bw: &mut Writer, flow: &Mutex<Flow>, proxy: &Proxy)
                             b'P' => c.parses.fetch_add(1, Ordering::Relaxed),
                             _ => 0,
                         };
+                        if proxy.cache.is_some() {
+                            extended(&mut f, tag, body, proxy);
+                        }
                         if f.batch_start.is_none() {
                             f.batch_start = now;
                         }
@@ -215,11 +265,19 @@ async fn up(cr: &mut Reader, bw: &mut Writer, flow: &Mutex<Flow>, proxy: &Proxy)
             Ok(len) => len,
             Err(e) => return End::ClientGarbage(format!("invalid message from the client: {e}")),
         };
-        if len > 0 {
-            if let Err(e) = bw.write(&cr.buffered()[..len]).await {
+        let forward = len - hit.as_ref().map_or(0, |(_, n)| *n);
+        if forward > 0 {
+            if let Err(e) = bw.write(&cr.buffered()[..forward]).await {
                 return End::BackendGone(e.to_string());
             }
-            cr.consume(len);
+        }
+        cr.consume(len);
+        if let Some((bytes, _)) = hit {
+            if cw.lock().await.write(&bytes).await.is_err() {
+                return End::ClientGone;
+            }
+            c.bytes_to_clients.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            c.served(now, Unit::Simple);
         }
         if quit {
             return End::ClientQuit;
@@ -227,10 +285,102 @@ async fn up(cr: &mut Reader, bw: &mut Writer, flow: &Mutex<Flow>, proxy: &Proxy)
     }
 }
 
+/// What a simple Query gets.
+enum Answer {
+    /// The stored reply (RowDescription .. ReadyForQuery): written to the client, the Query
+    /// not forwarded.
+    Hit(Vec<u8>),
+    /// Forwarded, with what the cache does at its end.
+    Forward(Action),
+}
+
+/// A simple Query through the cache: a hit when it is cacheable, the session is idle with
+/// nothing in flight, and the result is stored; else forwarded, filling on a miss or
+/// dropping what it writes at its end.
+fn query(f: &mut Flow, body: Option<&[u8]>, proxy: &Proxy) -> Answer {
+    let Some((cache, db)) = &proxy.cache else { return Answer::Forward(Action::None) };
+    // A statement too long to be buffered whole may write anything.
+    let Some(text) = body.and_then(|b| std::str::from_utf8(b.strip_suffix(b"\0")?).ok()) else {
+        return Answer::Forward(Action::Wrote(Effect::All));
+    };
+    let idle = f.pending == 0 && f.session.status == Some(protocol_postgres::TransactionStatus::Idle);
+    let Flow { cache: state, session, .. } = f;
+    match state.query(cache, session, db, text) {
+        Plan::Cached(key, tags) if idle => match cache.lookup(&key) {
+            Some(bytes) => Answer::Hit(bytes),
+            None => match cache.begin_fill(key, tags) {
+                Some(fill) => Answer::Forward(Action::Fill {
+                    fill,
+                    reply: Vec::new(),
+                    shape: protocol_postgres::Reply::new(),
+                    whole: true,
+                }),
+                None => Answer::Forward(Action::None),
+            },
+        },
+        Plan::Cached(..) => {
+            cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
+            Answer::Forward(Action::None)
+        }
+        Plan::Forward(why) => {
+            cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
+            Answer::Forward(Action::None)
+        }
+        Plan::Write(tables) => Answer::Forward(Action::Wrote(match tables {
+            Some(t) => Effect::Tables(t),
+            None => Effect::All,
+        })),
+    }
+}
+
+/// Parse, Bind, Execute, Close: what the extended batch writes (its reads are not cached).
+fn extended(f: &mut Flow, tag: u8, body: Option<&[u8]>, proxy: &Proxy) {
+    use protocol_postgres::frontend::{Bind, Execute, Named, Parse};
+    let Some((cache, db)) = &proxy.cache else { return };
+    let Some(body) = body else {
+        // Too long to read whole: whatever it is may write anything.
+        f.cache.batch.and(Effect::All);
+        return;
+    };
+    let other_db = f.session.database != *db;
+    let Flow { cache: state, session, .. } = f;
+    match tag {
+        b'P' => match Parse::parse(body) {
+            Ok(p) if !other_db => {
+                let sql = String::from_utf8_lossy(p.query);
+                state.parse(cache, session, &String::from_utf8_lossy(p.name), &sql);
+                if cache.plan_effect(&sql, &[]) == Effect::None {
+                    cache.counters.not_cacheable[crate::cache::reason_index("extended")]
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Ok(p) => state.parse_neutral(&String::from_utf8_lossy(p.name)),
+            Err(_) => state.batch.and(Effect::All),
+        },
+        b'B' => match Bind::parse(body) {
+            Ok(b) => state.bind(&String::from_utf8_lossy(b.portal), &String::from_utf8_lossy(b.statement)),
+            Err(_) => state.batch.and(Effect::All),
+        },
+        b'E' => match Execute::parse(body) {
+            Ok(e) => state.execute(&String::from_utf8_lossy(e.portal)),
+            Err(_) => state.batch.and(Effect::All),
+        },
+        b'C' => {
+            if let Ok(n) = Named::parse(body, "Close") {
+                state.close(n.target.byte(), &String::from_utf8_lossy(n.name));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Backend to client: every complete message (and long ones as they arrive) in one write;
-/// the session learns reported settings and the transaction status on the way.
-async fn down(br: &mut Reader, cw: &mut Writer, flow: &Mutex<Flow>, session: &mut Session, proxy: &Proxy) -> End {
+/// the session learns reported settings and the transaction status on the way, and the
+/// cache stores fills and drops what writes changed, before the client sees the
+/// ReadyForQuery that ends them.
+async fn down(br: &mut Reader, cw: &tokio::sync::Mutex<Writer>, flow: &Mutex<Flow>, proxy: &Proxy) -> End {
     let c = &proxy.counters;
+    let cache = proxy.cache.as_ref().map(|(c, _)| c.as_ref());
     loop {
         if let Err(e) = br.fill().await {
             return End::BackendGone(e.to_string());
@@ -240,14 +390,29 @@ async fn down(br: &mut Reader, cw: &mut Writer, flow: &Mutex<Flow>, session: &mu
             let f = &mut *f;
             br.scan(backend_limit, |tag, body| {
                 f.backend_said_fatal = false;
+                if let Some(Action::Fill { reply, shape, whole, .. }) = f.actions.front_mut() {
+                    match body {
+                        Some(b) if *whole => {
+                            reply.push(tag);
+                            reply.extend_from_slice(&(b.len() as u32 + 4).to_be_bytes());
+                            reply.extend_from_slice(b);
+                            shape.feed(tag, b);
+                        }
+                        _ => *whole = false,
+                    }
+                }
                 match tag {
                     b'Z' => {
+                        let before = f.session.status;
                         if let Some(b) = body {
-                            session.ready(b);
+                            f.session.ready(b);
                         }
-                        f.received();
+                        let action = f.received();
+                        if let Some(cache) = cache {
+                            finish(cache, f, action, before);
+                        }
                     }
-                    b'S' if body.is_some_and(|b| session.parameter_status(b)) => session.changes += 1,
+                    b'S' if body.is_some_and(|b| f.session.parameter_status(b)) => f.session.changes += 1,
                     b'A' => {
                         c.notifications.fetch_add(1, Ordering::Relaxed);
                     }
@@ -268,7 +433,7 @@ async fn down(br: &mut Reader, cw: &mut Writer, flow: &Mutex<Flow>, session: &mu
             Err(e) => return End::BackendGarbage(e.to_string()),
         };
         if len > 0 {
-            if cw.write(&br.buffered()[..len]).await.is_err() {
+            if cw.lock().await.write(&br.buffered()[..len]).await.is_err() {
                 return End::ClientGone;
             }
             c.bytes_to_clients.fetch_add(len as u64, Ordering::Relaxed);
@@ -281,6 +446,31 @@ async fn down(br: &mut Reader, cw: &mut Writer, flow: &Mutex<Flow>, session: &mu
         if f.stopping && f.pending == 0 {
             return End::Stopped;
         }
+    }
+}
+
+/// A unit's ReadyForQuery: store its fill, or drop what it wrote (again at the end of the
+/// transaction it wrote in, for the sessions that read after the commit).
+fn finish(cache: &crate::cache::PgCache, f: &mut Flow, action: Option<Action>, before: Option<TransactionStatus>) {
+    let now = f.session.status;
+    match action {
+        Some(Action::Fill { fill, reply, shape, whole }) => {
+            if whole && crate::cache::storable(&shape) && before == Some(TransactionStatus::Idle) {
+                cache.finish_fill(fill, &reply);
+            } else {
+                cache.counters.fills_refused.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Some(Action::Wrote(effect)) => {
+            effect.apply(cache);
+            if now != Some(TransactionStatus::Idle) {
+                f.cache.in_tx.and(effect);
+            }
+        }
+        Some(Action::None) | None => {}
+    }
+    if now == Some(TransactionStatus::Idle) && before != Some(TransactionStatus::Idle) {
+        std::mem::take(&mut f.cache.in_tx).apply(cache);
     }
 }
 

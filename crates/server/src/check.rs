@@ -238,6 +238,10 @@ pub fn drop_pg_slot(cfg: &Config) -> bool {
                 println!("FAIL: dropping replication slot {}: {e}", pg.slot);
             }
         }
+        match client.connection().simple_query(source_postgres::follower::ddl::UNINSTALL).await {
+            Ok(_) => println!("ok: the DDL event triggers (if any) are gone"),
+            Err(e) => println!("warn: the DDL event triggers could not be dropped: {e}"),
+        }
         match client.drop_publication(&pg.publication).await {
             Ok(()) => println!("ok: publication {} is gone from {backend} (database {})", pg.publication, pg.database),
             Err(e) => {

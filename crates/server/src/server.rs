@@ -114,7 +114,7 @@ impl Server {
             shared.mysql = Some(Arc::new(proxy));
         }
         if cfg.postgres.listen.is_some() {
-            let proxy = pg_proxy::Proxy::new(&cfg.postgres, cfg.metrics_listen.is_some())
+            let proxy = pg_proxy::Proxy::new(&cfg.postgres, &shared.feeds.wal, cfg.metrics_listen.is_some())
                 .map_err(|e| StartError::new(EX_CONFIG, e))?;
             shared.postgres = Some(Arc::new(proxy));
             check_pg_login(&cfg.postgres);

@@ -22,6 +22,7 @@ fn start(url: &str, slot: &str, table: &str) -> (Follower, Receiver<Change>) {
         publication: slot.into(),
         tables: vec![("public".into(), table.into())],
         confirm_delay: Duration::ZERO,
+        ddl_trigger: false,
     };
     let (tx, rx) = channel();
     let f = Follower::spawn(cfg, move |c| {

@@ -1,4 +1,4 @@
-//! What the cache knows of the server's tables, read from its catalog every second on a
+//! What the cache knows of the server's tables, read from its catalog every 250 ms on a
 //! connection of the proxy's own (`--pg-user`): which relation a name means, whether its
 //! reads may be cached, its single-column primary key (for point tags), whether a write
 //! to it may change other tables (triggers, rules, partitions, inheritance), and a
@@ -53,7 +53,8 @@ pub fn query(publication: &str) -> String {
            md5(coalesce(c.relacl::text, '') || coalesce((SELECT string_agg(a.attname || ':' || a.atttypid || ':' || \
              a.atttypmod || ':' || coalesce(a.attacl::text, ''), ',' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a \
              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '') || \
-             coalesce((SELECT string_agg(pol.polname || pol.polcmd, ',') FROM pg_catalog.pg_policy pol \
+             coalesce((SELECT string_agg(pol.polname::text || pol.polcmd::text || \
+             coalesce(pg_catalog.pg_get_expr(pol.polqual, pol.polrelid), ''), ',') FROM pg_catalog.pg_policy pol \
              WHERE pol.polrelid = c.oid), '')), \
            (SELECT a.attname || ':' || a.atttypid FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a \
              ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
@@ -61,7 +62,8 @@ pub fn query(publication: &str) -> String {
            EXISTS (SELECT 1 FROM pg_catalog.pg_publication_tables p WHERE p.pubname = '{p}' \
              AND p.schemaname = n.nspname AND p.tablename = c.relname)::text, \
            (c.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indrelid = c.oid \
-             AND (i.indisprimary OR i.indisreplident)))::text \
+             AND (i.indisprimary OR i.indisreplident)))::text, \
+           (c.relkind = 'p' OR c.relhassubclass)::text \
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
          WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema') \
            AND n.nspname !~ '^pg_(toast|temp)'"
@@ -84,6 +86,9 @@ pub fn tables(rows: &[Vec<Option<String>>]) -> Vec<Table> {
                 Some("unlogged table (not in the WAL)")
             } else if col(r, 4) == "true" {
                 Some("row security")
+            } else if col(r, 10) == "true" {
+                // Its partitions' or children's changes reach the WAL as theirs, not its.
+                Some("partitioned or inherited from")
             } else if !published {
                 Some("not in the publication")
             } else {

@@ -18,6 +18,8 @@
 pub mod analyze;
 pub mod catalog;
 mod index;
+pub mod session;
+pub mod start;
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -29,7 +31,8 @@ use sql_source::{Change, RowsKind};
 
 use analyze::{Statementish, Why};
 use catalog::{Catalog, KeyKind};
-use index::{Index, Scope, TableId};
+pub use index::TableId;
+use index::{Index, Scope};
 
 /// Largest key kept in the engine (the statement text is part of it).
 const MAX_KEY: usize = 16 * 1024;
@@ -87,9 +90,8 @@ pub struct Counters {
     pub invalidated: AtomicU64,
     /// Reads forwarded because the WAL feed was behind or down.
     pub lag_bypasses: AtomicU64,
-    /// Reads never cached, by reason: shape, locking, volatile, source, unparsed,
-    /// transaction, table (not cacheable), session.
-    pub not_cacheable: [AtomicU64; 8],
+    /// Reads never cached, by reason ([`REASONS`]).
+    pub not_cacheable: [AtomicU64; 9],
     /// Writes through the proxy that dropped results.
     pub proxy_invalidations: AtomicU64,
     /// Changes read from the WAL that dropped results.
@@ -97,8 +99,8 @@ pub struct Counters {
 }
 
 /// Reasons of [`Counters::not_cacheable`], in order.
-pub const REASONS: [&str; 8] =
-    ["shape", "locking", "volatile", "source", "unparsed", "transaction", "table", "session"];
+pub const REASONS: [&str; 9] =
+    ["shape", "locking", "volatile", "source", "unparsed", "transaction", "table", "session", "extended"];
 
 /// Counts a read that is not cached.
 pub fn reason_index(label: &str) -> usize {
@@ -112,6 +114,8 @@ pub struct PgCache {
     /// Bumped by every change that drops everything (fills that began before are refused).
     epoch: AtomicU64,
     catalog: RwLock<Arc<Catalog>>,
+    /// The catalog was read at least once.
+    catalog_ready: AtomicBool,
     online: AtomicBool,
     fresh: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// Results larger than this are not kept.
@@ -145,6 +149,7 @@ impl PgCache {
             index: Mutex::new(Index::new((size / 4 / 64).max(1024))),
             epoch: AtomicU64::new(0),
             catalog: RwLock::new(Arc::new(Catalog::default())),
+            catalog_ready: AtomicBool::new(false),
             online: AtomicBool::new(false),
             fresh: OnceLock::new(),
             limit,
@@ -171,6 +176,11 @@ impl PgCache {
         self.online.store(on, Relaxed);
     }
 
+    /// Whether the catalog was read at least once.
+    pub fn catalog_ready(&self) -> bool {
+        self.catalog_ready.load(Relaxed)
+    }
+
     /// The catalog now.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().clone()
@@ -179,6 +189,7 @@ impl PgCache {
     /// A new catalog; tables whose signature changed (or that went) lose their results.
     pub fn set_catalog(&self, new: Catalog) {
         let old = std::mem::replace(&mut *self.catalog.write(), Arc::new(new));
+        self.catalog_ready.store(true, Relaxed);
         let new = self.catalog();
         for t in old.all() {
             let same = new.all().find(|n| n.schema == t.schema && n.name == t.name);
@@ -232,6 +243,17 @@ impl PgCache {
             return Plan::Write(Some(written));
         }
         Plan::Forward(read_why.unwrap_or("session"))
+    }
+
+    /// What running `sql` may change (for statements that are not cached: extended
+    /// protocol, sessions the cache does not serve).
+    pub fn plan_effect(&self, sql: &str, search_path: &[String]) -> session::Effect {
+        let view = View { database: "", role: "", settings: b"", search_path };
+        match self.plan(&view, sql) {
+            Plan::Write(Some(t)) => session::Effect::Tables(t),
+            Plan::Write(None) => session::Effect::All,
+            Plan::Cached(..) | Plan::Forward(_) => session::Effect::None,
+        }
     }
 
     fn key(&self, view: &View<'_>, sql: &str) -> Key {
@@ -375,6 +397,34 @@ impl PgCache {
                 self.counters.invalidated.fetch_add(1, Relaxed);
             }
         }
+    }
+
+    /// The `pg_query_cache_*` figures.
+    pub fn write_stats(&self, sink: &mut dyn engine::stats::StatSink) {
+        use engine::stats::Kind;
+        let n = |a: &AtomicU64| a.load(Relaxed);
+        let c = &self.counters;
+        sink.stat("pg_query_cache_online", Kind::Gauge, &u8::from(self.is_online()));
+        for (name, v) in [
+            ("pg_query_cache_hits", &c.hits),
+            ("pg_query_cache_misses", &c.misses),
+            ("pg_query_cache_inserts", &c.inserts),
+            ("pg_query_cache_fills_refused", &c.fills_refused),
+            ("pg_query_cache_invalidated", &c.invalidated),
+            ("pg_query_cache_lag_bypasses", &c.lag_bypasses),
+            ("pg_query_cache_proxy_invalidations", &c.proxy_invalidations),
+            ("pg_query_cache_wal_invalidations", &c.wal_invalidations),
+        ] {
+            sink.stat(name, Kind::Counter, &n(v));
+        }
+        for (r, v) in REASONS.iter().zip(&c.not_cacheable) {
+            sink.stat(&format!("pg_query_cache_not_cacheable_{r}"), Kind::Counter, &n(v));
+        }
+        let (items, bytes) = self.size();
+        sink.stat("pg_query_cache_entries", Kind::Gauge, &items);
+        sink.stat("pg_query_cache_bytes", Kind::Gauge, &bytes);
+        let cat = self.catalog();
+        sink.stat("pg_query_cache_tables", Kind::Gauge, &cat.all().filter(|t| t.not_cached.is_none()).count());
     }
 
     /// Results stored now, and the bytes they take.

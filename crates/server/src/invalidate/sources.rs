@@ -65,6 +65,7 @@ impl Source {
                     publication: pg.publication.clone(),
                     tables,
                     confirm_delay,
+                    ddl_trigger: pg.ddl_trigger,
                 }))
             }
         }

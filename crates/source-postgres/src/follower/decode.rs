@@ -82,6 +82,7 @@ impl Decoder {
                     _ => self.whole(d.relation, out),
                 }
             }
+            LogicalMessage::Message(m) if m.prefix == super::ddl::PREFIX => out.push(super::ddl::change(m.content)),
             LogicalMessage::Truncate(t) => {
                 for rel in &t.relations {
                     self.whole(*rel, out);

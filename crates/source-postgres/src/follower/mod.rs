@@ -19,6 +19,7 @@
 //! `wal_retained_bytes`).
 
 mod check;
+pub mod ddl;
 mod decode;
 mod session;
 
@@ -53,6 +54,8 @@ pub struct FollowConfig {
     pub tables: Vec<(String, String)>,
     /// How long after its delivery a commit is confirmed to the server.
     pub confirm_delay: Duration,
+    /// Install the DDL event triggers ([`ddl`]) at every connection (needs a superuser).
+    pub ddl_trigger: bool,
 }
 
 /// State shared by the follower's thread and its handle.

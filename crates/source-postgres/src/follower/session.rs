@@ -60,8 +60,18 @@ async fn session(cfg: &FollowConfig, sink: &dyn Fn(Change), sh: &Shared, first: 
     let mut client = ReplicationClient::connect(&cfg.conn).await?;
     ensure_publication(&mut client, cfg).await?;
     ensure_slot(&mut client, cfg, sink, sh, first).await?;
+    if cfg.ddl_trigger {
+        if let Err(e) = client.connection().simple_query(super::ddl::INSTALL).await {
+            log::warn!(
+                "WAL of {}: cannot install the DDL event triggers ({e}): DDL shows only at the table's next row \
+                 change",
+                cfg.backend
+            );
+        }
+    }
     let mut opts = StartOptions::new(&[&cfg.publication]);
     opts.status_interval = Duration::from_secs(1);
+    opts.messages = true;
     let mut stream = client.start(&cfg.slot, Lsn::INVALID, opts).await?;
     if !first || sh.reconnects.load(Relaxed) > 0 || sh.events.load(Relaxed) > 0 {
         sh.reconnects.fetch_add(1, Relaxed);
@@ -105,6 +115,16 @@ async fn session(cfg: &FollowConfig, sink: &dyn Fn(Change), sh: &Shared, first: 
 async fn ensure_publication(client: &mut ReplicationClient, cfg: &FollowConfig) -> Result<(), Error> {
     let tables: Vec<(&str, &str)> = cfg.tables.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
     if !client.publication_exists(&cfg.publication).await? {
+        if tables.is_empty() {
+            // Tables are added later by whoever knows them (the query cache's catalog).
+            client.simple_query(&format!("CREATE PUBLICATION {}", quote_ident(&cfg.publication))).await?;
+            log::info!(
+                "WAL of {}: created publication {} (empty: tables are added as they are cached)",
+                cfg.backend,
+                cfg.publication
+            );
+            return Ok(());
+        }
         client.create_publication(&cfg.publication, Publication::Tables(&tables)).await?;
         log::info!(
             "WAL of {}: created publication {} for {}",

@@ -1,0 +1,225 @@
+//! One client session as the cache sees it: the settings its results depend on (the
+//! reported ones that render values, and every `SET` it ran), its `search_path`, what its
+//! open transaction wrote, and what its prepared statements and portals write (so a write
+//! through the extended protocol drops results before its ReadyForQuery too).
+
+use std::collections::HashMap;
+
+use super::analyze::{self, Statementish};
+use super::catalog;
+use super::index::TableId;
+use super::{PgCache, Plan, View};
+use crate::session::Session;
+
+/// What a unit of work may change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing cached.
+    #[default]
+    None,
+    /// These tables.
+    Tables(Vec<TableId>),
+    /// Anything.
+    All,
+}
+
+impl Effect {
+    /// Both effects.
+    pub fn and(&mut self, other: Effect) {
+        *self = match (std::mem::take(self), other) {
+            (Effect::All, _) | (_, Effect::All) => Effect::All,
+            (Effect::None, e) | (e, Effect::None) => e,
+            (Effect::Tables(mut a), Effect::Tables(b)) => {
+                for t in b {
+                    if !a.contains(&t) {
+                        a.push(t);
+                    }
+                }
+                Effect::Tables(a)
+            }
+        };
+    }
+
+    /// Applies it to `cache` (before the ReadyForQuery that ends it reaches the client).
+    pub fn apply(&self, cache: &PgCache) {
+        match self {
+            Effect::None => {}
+            Effect::Tables(t) => cache.written(Some(t)),
+            Effect::All => cache.written(None),
+        }
+    }
+}
+
+/// The default `search_path`.
+const DEFAULT_PATH: &str = "\"$user\", public";
+/// Reported settings that do not change results (left out of the key).
+const NOT_IN_KEY: &[&str] = &["application_name", "default_transaction_read_only", "in_hot_standby"];
+
+/// The cache's view of one session.
+#[derive(Default)]
+pub struct CacheState {
+    /// Every SET / RESET the session ran, in order (part of the key).
+    sets: Vec<u8>,
+    /// `search_path`, as last set (None: the default).
+    path: Option<String>,
+    /// Something the cache cannot follow happened (a temporary table, `set_config`): no
+    /// read of this session is cached any more.
+    pub tainted: bool,
+    /// What the open transaction wrote (applied again when it ends).
+    pub in_tx: Effect,
+    statements: HashMap<String, Effect>,
+    portals: HashMap<String, Effect>,
+    /// What the extended-protocol batch so far writes (applied at its Sync).
+    pub batch: Effect,
+}
+
+impl CacheState {
+    /// The key's session part of `session` now, and its resolved search path.
+    fn view_parts(&self, s: &Session) -> (Vec<u8>, Vec<String>) {
+        let mut settings = Vec::with_capacity(256 + self.sets.len());
+        for (n, v) in &s.params {
+            if !NOT_IN_KEY.contains(&n.as_str()) {
+                settings.extend_from_slice(n.as_bytes());
+                settings.push(b'=');
+                settings.extend_from_slice(v.as_bytes());
+                settings.push(0);
+            }
+        }
+        settings.extend_from_slice(&self.sets);
+        let path = catalog::search_path(self.path.as_deref().unwrap_or(DEFAULT_PATH), role(s));
+        (settings, path)
+    }
+
+    /// What to do with a simple Query of `sql`.
+    pub fn query(&mut self, cache: &PgCache, s: &Session, db: &str, sql: &str) -> Plan {
+        self.follow_settings(sql);
+        if s.database != db {
+            // Another database: its WAL is not followed, and its writes change nothing cached.
+            return Plan::Forward("session");
+        }
+        if self.tainted {
+            return match cache.plan_effect(sql, &self.resolved(s)) {
+                Effect::None => Plan::Forward("session"),
+                Effect::Tables(t) => Plan::Write(Some(t)),
+                Effect::All => Plan::Write(None),
+            };
+        }
+        let (settings, path) = self.view_parts(s);
+        let view = View { database: &s.database, role: role(s), settings: &settings, search_path: &path };
+        cache.plan(&view, sql)
+    }
+
+    fn resolved(&self, s: &Session) -> Vec<String> {
+        catalog::search_path(self.path.as_deref().unwrap_or(DEFAULT_PATH), role(s))
+    }
+
+    /// Notes SET / RESET / DISCARD statements and what the cache cannot follow.
+    fn follow_settings(&mut self, sql: &str) {
+        let lower = sql.to_ascii_lowercase();
+        if lower.contains("set_config")
+            || lower.contains("pg_temp")
+            || lower.contains("temp ")
+            || lower.contains("temporary")
+        {
+            self.tainted = true;
+        }
+        for st in analyze::analyze(sql) {
+            if st == Statementish::Setting {
+                self.sets.extend_from_slice(sql.as_bytes());
+                self.sets.push(0);
+                if lower.contains("search_path") {
+                    self.path = search_path_of(sql);
+                    if self.path.is_none() && !lower.contains("default") && !lower.trim_start().starts_with("reset") {
+                        self.tainted = true;
+                    }
+                }
+            }
+        }
+        if lower.trim_start().starts_with("discard all") {
+            self.sets.clear();
+            self.path = None;
+        }
+    }
+
+    /// A Parse: remember what the statement writes.
+    pub fn parse(&mut self, cache: &PgCache, s: &Session, name: &str, sql: &str) {
+        self.follow_settings(sql);
+        let e = cache.plan_effect(sql, &self.resolved(s));
+        self.statements.insert(name.to_string(), e);
+    }
+
+    /// A Parse in a database the cache does not follow: the statement changes nothing cached.
+    pub fn parse_neutral(&mut self, name: &str) {
+        self.statements.insert(name.to_string(), Effect::None);
+    }
+
+    /// A Bind: the portal runs that statement.
+    pub fn bind(&mut self, portal: &str, statement: &str) {
+        // An unknown statement (prepared before the proxy saw it is impossible: 1:1) counts as anything.
+        let e = self.statements.get(statement).cloned().unwrap_or(Effect::All);
+        self.portals.insert(portal.to_string(), e);
+    }
+
+    /// An Execute: the batch writes what the portal writes.
+    pub fn execute(&mut self, portal: &str) {
+        let e = self.portals.get(portal).cloned().unwrap_or(Effect::All);
+        self.batch.and(e);
+    }
+
+    /// A Close of a statement ('S') or portal ('P').
+    pub fn close(&mut self, kind: u8, name: &str) {
+        match kind {
+            b'S' => self.statements.remove(name),
+            _ => self.portals.remove(name),
+        };
+    }
+}
+
+fn role(s: &Session) -> &str {
+    s.param("session_authorization").unwrap_or(&s.user)
+}
+
+/// The value of `SET [SESSION|LOCAL] search_path {TO|=} value` (None if not that shape).
+fn search_path_of(sql: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let at = lower.find("search_path")? + "search_path".len();
+    let rest = sql[at..].trim_start();
+    let rest = rest.strip_prefix('=').or_else(|| {
+        let (w, r) = rest.split_at(rest.find(char::is_whitespace)?);
+        w.eq_ignore_ascii_case("to").then_some(r)
+    })?;
+    let v = rest.trim().trim_end_matches(';').trim();
+    if v.eq_ignore_ascii_case("default") {
+        return None;
+    }
+    // Single-quoted schema names are names too ('a', 'b').
+    Some(v.split(',').map(|p| p.trim().trim_matches('\'')).collect::<Vec<_>>().join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_path_values() {
+        assert_eq!(search_path_of("SET search_path TO app, public").as_deref(), Some("app,public"));
+        assert_eq!(search_path_of("set SESSION search_path = 'app'").as_deref(), Some("app"));
+        assert_eq!(search_path_of("SET search_path TO DEFAULT"), None);
+        let mut e = Effect::None;
+        e.and(Effect::Tables(vec![TableId::new("a", "b")]));
+        e.and(Effect::Tables(vec![TableId::new("a", "b"), TableId::new("a", "c")]));
+        assert_eq!(e, Effect::Tables(vec![TableId::new("a", "b"), TableId::new("a", "c")]));
+        e.and(Effect::All);
+        assert_eq!(e, Effect::All);
+    }
+
+    #[test]
+    fn temp_tables_and_set_config_taint() {
+        let mut c = CacheState::default();
+        c.follow_settings("CREATE TEMP TABLE x (a int)");
+        assert!(c.tainted);
+        let mut c = CacheState::default();
+        c.follow_settings("SET TimeZone = 'UTC'");
+        assert!(!c.tainted && !c.sets.is_empty());
+    }
+}
