@@ -31,6 +31,9 @@ pub enum BackendKind {
     /// MariaDB or MySQL at `backend.url` (`kind = "mariadb"` is accepted too).
     #[serde(alias = "mariadb")]
     Mysql,
+    /// PostgreSQL at `backend.url` (`postgres://`; `kind = "postgresql"` is accepted too).
+    #[serde(alias = "postgresql")]
+    Postgres,
 }
 
 /// Whether to read the plugin's `innodb_memcache` tables from the backend.
@@ -61,13 +64,14 @@ pub enum Synchronous {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendConfig {
-    /// `kind`: `sqlite` or `mysql` (alias `mariadb`); required.
+    /// `kind`: `sqlite`, `mysql` (alias `mariadb`) or `postgres` (alias `postgresql`); required.
     pub kind: BackendKind,
     /// SQLite: the database file (created if missing; `:memory:` is refused).
     #[serde(default)]
     pub path: Option<PathBuf>,
     /// MySQL/MariaDB: `mysql://user:password@host:port/database` (`?socket=/path` for a
-    /// unix socket).
+    /// unix socket). PostgreSQL: `postgres://user:password@host:port/database?sslmode=...`
+    /// (`sslrootcert=/path/ca.crt`; a host starting with `/` is a unix socket directory).
     #[serde(default)]
     pub url: Option<String>,
     /// Connections in all. SQLite: 1 writer + (pool_size - 1) readers (at least 1).
@@ -128,6 +132,16 @@ pub struct MysqlLogin {
 }
 
 impl BackendConfig {
+    /// The PostgreSQL backend's `host:port/database` from `url` (None for other kinds or a
+    /// URL that does not parse), for logs.
+    pub fn postgres_address(&self) -> Option<String> {
+        if self.kind != BackendKind::Postgres {
+            return None;
+        }
+        let c = source_postgres::Config::from_url(self.url.as_deref()?).ok()?;
+        Some(format!("{}:{}/{}", c.host, c.port, c.dbname))
+    }
+
     /// The MySQL backend's TCP address and account from `url` (None for SQLite or a URL
     /// that does not parse).
     pub fn mysql_login(&self) -> Option<MysqlLogin> {
@@ -471,9 +485,10 @@ impl SqlConfig {
                 }
                 _ => {}
             },
-            BackendKind::Mysql => {
+            BackendKind::Mysql | BackendKind::Postgres => {
                 if b.url.is_none() {
-                    return Err("backend.url is required for kind = \"mysql\"".into());
+                    let kind = if b.kind == BackendKind::Mysql { "mysql" } else { "postgres" };
+                    return Err(format!("backend.url is required for kind = \"{kind}\""));
                 }
                 if !b.attach.is_empty() {
                     return Err("backend.attach is for SQLite only".into());

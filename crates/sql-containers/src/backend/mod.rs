@@ -13,9 +13,12 @@
 //! * Flush first makes every lane commit, then empties the table on writer lane 0.
 
 mod group;
+mod lane;
 mod local;
 mod myconn;
 pub(crate) mod mysql;
+mod pgconn;
+pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
 use std::future::Future;
@@ -51,7 +54,7 @@ pub(crate) enum Job {
 }
 
 /// The sending side of a lane's queue (a std channel for SQLite threads, a tokio one
-/// for MySQL tasks).
+/// for MySQL and PostgreSQL tasks).
 pub(crate) trait LaneTx: Send + Sync {
     fn send_job(&self, job: Job) -> bool;
 }
@@ -347,7 +350,7 @@ impl Stats {
 pub(crate) trait Backend: Send + Sync {
     fn dialect(&self) -> Dialect;
     /// The schema of containers that name none (SQLite `main`, MySQL the URL's
-    /// database).
+    /// database, PostgreSQL `public`).
     fn default_schema(&self) -> Option<String>;
     /// Columns and indexes of a table; `Ok(None)` if there is no such table; `Err` with
     /// a message if the schema itself is unknown or the backend failed.

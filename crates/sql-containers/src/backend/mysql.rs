@@ -369,7 +369,7 @@ async fn describe(sh: &Shared, c: &mut Conn, schema: String, table: String) -> R
         let collation = val_string(r.as_ref(4)).unwrap_or_default().to_ascii_lowercase();
         let exact =
             kind == ColKind::Blob || (kind == ColKind::Text && (collation.ends_with("_bin") || collation == "binary"));
-        info.columns.push(ColumnInfo { name, kind, decl, nullable, exact });
+        info.columns.push(ColumnInfo { name, kind, decl, nullable, exact, cast: None });
     }
     let idx = rows_of(
         sh,
