@@ -204,7 +204,8 @@ impl Statements {
         let select_for_write = format!("{select}{}", d.for_update());
         let marks = Self::marks(d, &all, 1);
         let insert = format!("INSERT INTO {table} ({names}) VALUES {marks}{}", d.insert_tail(k));
-        let upsert_sets: Vec<String> = all[1..].iter().map(|c| format!("{} = {}", c.quoted, d.excluded(&c.quoted))).collect();
+        let upsert_sets: Vec<String> =
+            all[1..].iter().map(|c| format!("{} = {}", c.quoted, d.excluded(&c.quoted))).collect();
         let upsert_sets = upsert_sets.join(", ");
         let set_sets: Vec<String> = all[1..]
             .iter()
@@ -222,9 +223,8 @@ impl Statements {
         let sets: Vec<String> =
             all[1..].iter().enumerate().map(|(i, c)| format!("{} = {}", c.quoted, d.param(i + 1, c))).collect();
         let update = format!("UPDATE {table} SET {} WHERE {k} = {}", sets.join(", "), d.param(all.len(), key));
-        let touch = expire.map(|e| {
-            format!("UPDATE {table} SET {} = {} WHERE {k} = {}", e.quoted, d.param(1, e), d.param(2, key))
-        });
+        let touch = expire
+            .map(|e| format!("UPDATE {table} SET {} = {} WHERE {k} = {}", e.quoted, d.param(1, e), d.param(2, key)));
         let delete = format!("DELETE FROM {table} WHERE {k} = {}", d.param(1, key));
         let delete_expired = expire.map(|e| {
             let q = &e.quoted;
@@ -328,6 +328,100 @@ mod tests {
         assert_eq!(Dialect::Mysql.quote("a`b"), "`a``b`");
         assert_eq!(Dialect::Mysql.quote("x'; DROP TABLE t; --"), "`x'; DROP TABLE t; --`");
         assert_eq!(Dialect::Mysql.qualified("db", "t"), "`db`.`t`");
+    }
+
+    fn col(name: &str, kind: ColKind, cast: &str) -> Column {
+        Column {
+            name: name.into(),
+            quoted: Dialect::Postgres.quote(name),
+            kind,
+            nullable: true,
+            exact: kind != ColKind::Int,
+            cast: Some(cast.into()),
+        }
+    }
+
+    #[test]
+    fn postgres_statements_number_and_cast_their_parameters() {
+        let d = Dialect::Postgres;
+        assert_eq!(d.quote("a\"b"), "\"a\"\"b\"");
+        let k = col("id", ColKind::Int, "bigint");
+        let vals = [
+            col("name", ColKind::Text, "text"),
+            col("price", ColKind::Text, "numeric"),
+            col("img", ColKind::Blob, "bytea"),
+        ];
+        let (f, c, e) =
+            (col("fl", ColKind::Int, "integer"), col("cs", ColKind::Int, "bigint"), col("ex", ColKind::Int, "bigint"));
+        let t = d.qualified("public", "items");
+        let s = Statements::build(d, &t, &k, &vals, Some(&f), Some(&c), Some(&e));
+        let cols = "\"id\"::text, \"name\"::text, \"price\"::text, \"img\", \"fl\"::text, \"cs\"::text, \"ex\"::text";
+        assert_eq!(s.select, format!("SELECT {cols} FROM \"public\".\"items\" WHERE \"id\" = $1::text::bigint"));
+        assert_eq!(s.select_for_write, format!("{} FOR UPDATE", s.select));
+        assert_eq!(
+            s.insert,
+            "INSERT INTO \"public\".\"items\" (\"id\", \"name\", \"price\", \"img\", \"fl\", \"cs\", \"ex\") VALUES \
+             ($1::text::bigint, $2::text::text, $3::text::numeric, $4::bytea, $5::text::integer, $6::text::bigint, \
+             $7::text::bigint) ON CONFLICT (\"id\") DO NOTHING"
+        );
+        assert_eq!(
+            s.update,
+            "UPDATE \"public\".\"items\" SET \"name\" = $1::text::text, \"price\" = $2::text::numeric, \"img\" = $3::bytea, \
+             \"fl\" = $4::text::integer, \"cs\" = $5::text::bigint, \"ex\" = $6::text::bigint WHERE \"id\" = $7::text::bigint"
+        );
+        assert_eq!(
+            s.touch.as_deref(),
+            Some("UPDATE \"public\".\"items\" SET \"ex\" = $1::text::bigint WHERE \"id\" = $2::text::bigint")
+        );
+        assert_eq!(s.delete, "DELETE FROM \"public\".\"items\" WHERE \"id\" = $1::text::bigint");
+        assert_eq!(
+            s.delete_expired.as_deref(),
+            Some("DELETE FROM \"public\".\"items\" WHERE \"id\" = $1::text::bigint AND \"ex\" <> 0 AND \"ex\" <= $2::text::bigint")
+        );
+        assert_eq!(s.flush, "TRUNCATE TABLE \"public\".\"items\"");
+        assert_eq!(
+            s.select_in(2),
+            format!("SELECT {cols} FROM \"public\".\"items\" WHERE \"id\" IN ($1::text::bigint, $2::text::bigint)")
+        );
+        assert_eq!(s.delete_in(1), "DELETE FROM \"public\".\"items\" WHERE \"id\" IN ($1::text::bigint)");
+        // Rows of a multi-row insert number on: the second row starts at $8.
+        assert!(s.insert_rows(2).contains("), ($8::text::bigint, $9::text::text,"), "{}", s.insert_rows(2));
+        let up = s.set_rows(1);
+        assert!(up.contains(" ON CONFLICT (\"id\") DO UPDATE SET \"name\" = excluded.\"name\", "), "{up}");
+        assert!(
+            up.ends_with(
+                "\"cs\" = GREATEST(excluded.\"cs\", \"public\".\"items\".\"cs\" + 1), \"ex\" = excluded.\"ex\""
+            ),
+            "{up}"
+        );
+    }
+
+    #[test]
+    fn mysql_statements_keep_their_form() {
+        let d = Dialect::Mysql;
+        let mk = |n: &str, kind| Column {
+            name: n.into(),
+            quoted: d.quote(n),
+            kind,
+            nullable: true,
+            exact: true,
+            cast: None,
+        };
+        let (k, v, c) = (mk("k", ColKind::Text), mk("v", ColKind::Text), mk("c", ColKind::Int));
+        let s = Statements::build(d, "`db`.`t`", &k, std::slice::from_ref(&v), None, Some(&c), None);
+        assert_eq!(s.select_for_write, "SELECT `k`, `v`, `c` FROM `db`.`t` WHERE `k` = ? FOR UPDATE");
+        assert_eq!(s.insert, "INSERT INTO `db`.`t` (`k`, `v`, `c`) VALUES (?, ?, ?)");
+        assert_eq!(s.update, "UPDATE `db`.`t` SET `v` = ?, `c` = ? WHERE `k` = ?");
+        assert_eq!(s.flush, "TRUNCATE TABLE `db`.`t`");
+        assert_eq!(
+            s.set_rows(2),
+            "INSERT INTO `db`.`t` (`k`, `v`, `c`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `v` = VALUES(`v`), \
+             `c` = GREATEST(VALUES(`c`), `c` + 1)"
+        );
+        assert_eq!(s.select_in_for_update(2), "SELECT `k`, `v`, `c` FROM `db`.`t` WHERE `k` IN (?, ?) FOR UPDATE");
+        let lite = Statements::build(Dialect::Sqlite, "\"main\".\"t\"", &k, &[v], None, None, None);
+        assert_eq!(lite.select_for_write, lite.select);
+        assert_eq!(lite.flush, "DELETE FROM \"main\".\"t\"");
     }
 
     #[test]

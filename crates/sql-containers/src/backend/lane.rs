@@ -59,7 +59,11 @@ pub(super) trait LaneDb: Send + 'static {
     ) -> BoxFuture<'a, Result<OpResult, StmtErr>>;
     /// Reads `keys` outside any transaction (a dead connection is replaced once: reads are
     /// idempotent).
-    fn read_alone<'a>(&'a mut self, m: &'a Mapping, keys: &'a [Vec<u8>]) -> BoxFuture<'a, Result<OpResult, BackendError>>;
+    fn read_alone<'a>(
+        &'a mut self,
+        m: &'a Mapping,
+        keys: &'a [Vec<u8>],
+    ) -> BoxFuture<'a, Result<OpResult, BackendError>>;
     /// Runs one write inside the transaction (`protect` as for [`LaneDb::read_in`]).
     fn write_in<'a>(
         &'a mut self,

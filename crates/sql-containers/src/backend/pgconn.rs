@@ -103,8 +103,11 @@ impl PgErr {
 }
 
 fn classify(e: tokio_postgres::Error, client: &Client) -> PgErr {
+    // Operator intervention (57P: terminated, shutting down) and connection exceptions
+    // (08) end the session: the connection is as good as closed.
+    let ends_session = |code: &str| code.starts_with("57P") || code.starts_with("08");
     match e.as_db_error() {
-        Some(db) if !client.is_closed() => {
+        Some(db) if !client.is_closed() && !ends_session(db.code().code()) => {
             let mut msg = format!("{}: {}", db.severity(), db.message());
             if let Some(d) = db.detail() {
                 msg.push_str(&format!(" ({d})"));
@@ -186,7 +189,11 @@ impl PgShared {
         }
     }
 
-    async fn timed<T>(&self, c: &Client, fut: impl Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, PgErr> {
+    async fn timed<T>(
+        &self,
+        c: &Client,
+        fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, PgErr> {
         match tokio::time::timeout(self.query_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e, c)),
@@ -275,7 +282,13 @@ fn row_params(m: &Mapping, row: &NewRow, out: &mut Vec<Raw>) {
     }
 }
 
-async fn select_one(sh: &PgShared, c: &mut PgConn, m: &Mapping, sql: &str, key: &[u8]) -> Result<Option<Existing>, PgErr> {
+async fn select_one(
+    sh: &PgShared,
+    c: &mut PgConn,
+    m: &Mapping,
+    sql: &str,
+    key: &[u8],
+) -> Result<Option<Existing>, PgErr> {
     let rows = c.query(sh, sql, &[key_param(key)]).await?;
     Ok(rows.first().map(|r| decode(m, r).1))
 }
@@ -317,7 +330,14 @@ pub(super) async fn read_rows(sh: &PgShared, c: &mut PgConn, m: &Mapping, keys: 
 }
 
 /// Runs the statement of one decided write; the rows it changed (None: nothing to run).
-async fn apply(sh: &PgShared, c: &mut PgConn, m: &Mapping, key: &[u8], w: &Write, now: i64) -> Result<Option<u64>, PgErr> {
+async fn apply(
+    sh: &PgShared,
+    c: &mut PgConn,
+    m: &Mapping,
+    key: &[u8],
+    w: &Write,
+    now: i64,
+) -> Result<Option<u64>, PgErr> {
     let (sql, params): (&str, Vec<Raw>) = match w {
         Write::None => return Ok(None),
         Write::Insert(row) => {
@@ -405,13 +425,20 @@ impl PgDb {
     /// Runs `f` inside the transaction, behind a savepoint when `protect`; classifies
     /// the failure for the lane (a transaction aborted by a refused statement without a
     /// savepoint is rolled back here, so the connection is clean for the next one).
-    async fn guarded(&mut self, tx: &mut PgTx, protect: bool, m: &Mapping, work: Work<'_>) -> Result<OpResult, StmtErr> {
+    async fn guarded(
+        &mut self,
+        tx: &mut PgTx,
+        protect: bool,
+        m: &Mapping,
+        work: Work<'_>,
+    ) -> Result<OpResult, StmtErr> {
         let sh = self.sh.clone();
         let Some(c) = self.conn.as_mut() else {
             return Err(StmtErr::TxnGone(BackendError::Unavailable("PostgreSQL: connection lost".into())));
         };
         if protect {
-            let sp = if tx.savepoint { "RELEASE SAVEPOINT sqlcached; SAVEPOINT sqlcached" } else { "SAVEPOINT sqlcached" };
+            let sp =
+                if tx.savepoint { "RELEASE SAVEPOINT sqlcached; SAVEPOINT sqlcached" } else { "SAVEPOINT sqlcached" };
             if let Err(e) = c.batch(&sh, sp).await {
                 return Err(self.gone(e).await);
             }
@@ -455,11 +482,9 @@ impl StmtErr {
     /// Keeps the first error's text when undoing it failed too.
     fn with_cause(self, first: PgErr) -> StmtErr {
         match self {
-            StmtErr::TxnGone(e) => StmtErr::TxnGone(BackendError::Unavailable(format!(
-                "{} (after: {})",
-                e,
-                first.into_backend()
-            ))),
+            StmtErr::TxnGone(e) => {
+                StmtErr::TxnGone(BackendError::Unavailable(format!("{} (after: {})", e, first.into_backend())))
+            }
             other => other,
         }
     }
@@ -529,7 +554,11 @@ impl LaneDb for PgDb {
         Box::pin(self.guarded(tx, protect, m, Work::Read(keys)))
     }
 
-    fn read_alone<'a>(&'a mut self, m: &'a Mapping, keys: &'a [Vec<u8>]) -> BoxFuture<'a, Result<OpResult, BackendError>> {
+    fn read_alone<'a>(
+        &'a mut self,
+        m: &'a Mapping,
+        keys: &'a [Vec<u8>],
+    ) -> BoxFuture<'a, Result<OpResult, BackendError>> {
         Box::pin(async move {
             let sh = self.sh.clone();
             let (c, reused) = self.conn().await?;

@@ -151,14 +151,21 @@ impl PostgresBackend {
 }
 
 /// A catalog query's rows, every value as text (None: NULL).
-async fn rows_of(sh: &PgShared, c: &mut PgConn, sql: &str, params: &[&str]) -> Result<Vec<Vec<Option<String>>>, String> {
+async fn rows_of(
+    sh: &PgShared,
+    c: &mut PgConn,
+    sql: &str,
+    params: &[&str],
+) -> Result<Vec<Vec<Option<String>>>, String> {
     let params: Vec<Raw> = params.iter().map(|p| Raw(Some(p.as_bytes().to_vec()))).collect();
     let rows = c.query(sh, sql, &params).await.map_err(|e| e.into_backend().to_string())?;
     Ok(rows
         .iter()
         .map(|r| {
             (0..r.len())
-                .map(|i| r.try_get::<_, Raw>(i).ok().and_then(|v| v.0).map(|b| String::from_utf8_lossy(&b).into_owned()))
+                .map(|i| {
+                    r.try_get::<_, Raw>(i).ok().and_then(|v| v.0).map(|b| String::from_utf8_lossy(&b).into_owned())
+                })
                 .collect()
         })
         .collect())
