@@ -1,5 +1,5 @@
 //! The batching lane of a networked backend, written once for any database behind the
-//! [`LaneDb`] trait (PostgreSQL today; the MySQL lane in `mysql.rs` has the same shape):
+//! [`LaneDb`] trait (MySQL's `MyDb` in `mysql.rs`, PostgreSQL's `PgDb` in `pgconn.rs`):
 //! a task that runs its queue of jobs in order on one connection, keeps writes in one
 //! open transaction until `w_batch_size` of them ran (or `bk_commit_interval` idle
 //! seconds passed), answers reads of a dirty writer inside that transaction
