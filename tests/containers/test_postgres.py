@@ -4,6 +4,7 @@ change feed is not followed yet, and the start says so), batched writes (read-yo
 a lost batch reported and not replayed), a backend restart under load, the backend down at
 start. The module runs its own server (one test restarts it)."""
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import start_fails, start_with
 from harness.postgres import BIN, PostgreSQL, start_postgres
+from harness.servers import freeze, rss_mib
 
 pytestmark = pytest.mark.skipif(not (BIN / "postgres").exists(), reason="PostgreSQL 15 is not installed")
 
@@ -271,6 +273,107 @@ def test_batched_writes_read_your_writes_and_a_lost_batch(pgs, tmp_path, client_
         assert c.store("set", "@@b.l5", "x") == b"STORED"
     # Dropping the server commits the open batch.
     assert psql(pg, "SELECT k FROM batched") == "l5"
+
+
+PLUGIN = """
+DROP SCHEMA IF EXISTS innodb_memcache CASCADE;
+CREATE SCHEMA innodb_memcache;
+CREATE TABLE innodb_memcache.containers (name VARCHAR(50) PRIMARY KEY, db_schema VARCHAR(250),
+  db_table VARCHAR(250), key_columns VARCHAR(250), value_columns VARCHAR(250), flags VARCHAR(250),
+  cas_column VARCHAR(250), expire_time_column VARCHAR(250), unique_idx_name_on_key VARCHAR(250));
+CREATE TABLE innodb_memcache.cache_policies (policy_name VARCHAR(40) PRIMARY KEY, get_policy TEXT,
+  set_policy TEXT, delete_policy TEXT, flush_policy TEXT);
+CREATE TABLE innodb_memcache.config_options (name VARCHAR(50) PRIMARY KEY, value VARCHAR(50));
+INSERT INTO innodb_memcache.containers VALUES
+  ('aaa', 'public', 'demo_test', 'c1', 'c2', 'c3', 'c4', 'c5', 'PRIMARY'),
+  ('ppl', NULL, 'multi', 'id', 'first,last,email', '0', NULL, '', 'multi_pkey');
+INSERT INTO innodb_memcache.cache_policies VALUES
+  ('cache_policy', 'innodb_only', 'innodb_only', 'innodb_only', 'disabled');
+INSERT INTO innodb_memcache.config_options VALUES ('separator', ';'), ('table_map_delimiter', '.');
+GRANT USAGE ON SCHEMA innodb_memcache TO sqlcached_app;
+GRANT SELECT ON ALL TABLES IN SCHEMA innodb_memcache TO sqlcached_app;
+"""
+
+
+def test_plugin_tables(pgs, tmp_path, client_of):
+    """The plugin's innodb_memcache tables, read from the schema of that name."""
+    pg, _, _ = pgs
+    psql(pg, PLUGIN)
+    try:
+        cfg = config(tmp_path / "p.toml", pg, containers="")
+        cfg.write_text(cfg.read_text().replace('plugin_tables = "off"', 'plugin_tables = "required"'))
+        with start_with(cfg) as s:
+            c = client_of(s)
+            assert c.value("@@aaa.AA") == b"HELLO, HELLO"
+            assert c.store("set", "@@ppl.p1", "Ann;Lee;ann@example.org") == b"STORED"
+            assert psql(pg, "SELECT last FROM multi WHERE id='p1'") == "Lee"
+            assert c.value("@@ppl.p1") == b"Ann;Lee;ann@example.org"
+    finally:
+        psql(pg, "DROP SCHEMA innodb_memcache CASCADE")
+
+
+def test_backend_name_not_resolved(tmp_path, client_of):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(BACKEND.format(url="postgres://u:p@no-such-host.invalid:5432/x?sslmode=disable", pool=2)
+                   + '[[container]]\nname = "kv"\ntable = "kv"\nkey_column = "k"\nvalue_columns = "v"\n')
+    with start_with(cfg) as s:
+        c = client_of(s)
+        r = c.cmd("get @@kv.AA")
+        assert r.startswith(b"SERVER_ERROR containers unavailable") and b"cannot connect" in r, r
+        assert c.store("set", "plain", "p") == b"STORED"
+        time.sleep(2.5)  # retries fail the same way; the server stays up
+        assert c.cmd("get @@kv.AA").startswith(b"SERVER_ERROR containers unavailable")
+        assert s.proc.poll() is None
+
+
+def cluster_pids(pg):
+    """The postmaster and its children (the sessions, the background workers)."""
+    root = pg.pid()
+    pids = [root]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == root:
+                        pids.append(int(d))
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+                pass
+    return pids
+
+
+def test_hung_backend_times_out_and_recovers(pgs, tmp_path, client_of):
+    pg, _, _ = pgs
+    cfg = config(tmp_path / "h.toml", pg, pool=2, sslmode="disable", sslrootcert=None)
+    with start_with(cfg) as s:
+        c = client_of(s)
+        assert c.value("@@setup_1.AA") == b"HELLO, HELLO"
+        rss0 = rss_mib(s.proc.pid)
+        pids = cluster_pids(pg)
+        try:
+            for p in pids:
+                freeze(p)
+            for cmd in ["get @@setup_1.AA", "set @@setup_1.hung 0 0 1\r\nx", "delete @@setup_1.AA"]:
+                t0 = time.monotonic()
+                r = c.cmd(cmd)
+                took = time.monotonic() - t0
+                assert r.startswith(b"SERVER_ERROR backend unavailable"), (cmd, r)
+                assert took < 5, f"{cmd}: {took:.1f} s (query_timeout_ms 2000, connect_timeout_ms 1000)"
+            other = client_of(s)
+            assert other.store("set", "plain", "p") == b"STORED"
+            many = [client_of(s) for _ in range(20)]
+            for m in many:
+                m.send(b"get @@setup_1.AA\r\n")
+            for m in many:
+                assert m.line().startswith(b"SERVER_ERROR"), "every waiting client gets its error"
+            assert rss_mib(s.proc.pid) < rss0 + 32
+        finally:
+            for p in pids:
+                os.kill(p, signal.SIGCONT)
+        wait_value(c, "@@setup_1.AA", b"HELLO, HELLO")
+        assert c.store("set", "@@setup_1.after", "y") == b"STORED"
+        assert psql(pg, "SELECT c2 FROM demo_test WHERE c1='after'") == "y"
+        assert psql(pg, "SELECT count(*) FROM demo_test WHERE c1='hung'") == "0", \
+            "a write answered SERVER_ERROR must not have been applied"
 
 
 def test_backend_restart_during_load(pgs, client_of):
