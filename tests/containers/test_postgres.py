@@ -152,6 +152,10 @@ def test_core(pgs, client_of):
     assert int(psql(pg, "SELECT c5 FROM demo_test WHERE c1='e1'")) > time.time()
     assert c.cmd("touch e1 -1") == b"TOUCHED"
     assert c.value("e1") is None
+    deadline = time.monotonic() + 5  # the read removes the expired row afterwards
+    while psql(pg, "SELECT count(*) FROM demo_test WHERE c1='e1'") != "0" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert psql(pg, "SELECT count(*) FROM demo_test WHERE c1='e1'") == "0"
     assert c.cmd("touch e1 10") == b"NOT_FOUND"
     # Multi-key gets (IN-lists), in order, with misses.
     for i in range(5):
@@ -439,11 +443,18 @@ def test_backend_down_at_start_then_up(tmp_path, client_of):
 
 
 def test_pool_of_one_and_plain_tls_modes(pgs, tmp_path, client_of):
-    """sslmode=require (TLS, no check) and a pool of one connection (one writer, one reader)."""
+    """sslmode=require (TLS, no check), a pool of one connection (one writer, one reader)
+    and read batches (r_batch_size > 1: read-only transactions on the reader)."""
     pg, _, _ = pgs
-    cfg = config(tmp_path / "r.toml", pg, pool=1, sslmode="require")
+    cfg = config(tmp_path / "r.toml", pg, pool=1, sslmode="require", options="\n[options]\nr_batch_size = 3\n")
     with start_with(cfg) as s:
         c = client_of(s)
+        for _ in range(7):
+            assert c.value("@@setup_1.AA") == b"HELLO, HELLO"
+        assert c.value("@@typed.abc") is None
+        psql(pg, "UPDATE demo_test SET c2 = 'changed' WHERE c1 = 'AA'")
+        assert c.value("@@setup_1.AA") == b"changed", "READ COMMITTED: every read sees the latest commits"
+        psql(pg, "UPDATE demo_test SET c2 = 'HELLO, HELLO' WHERE c1 = 'AA'")
         assert c.value("@@setup_1.AA") == b"HELLO, HELLO"
         assert c.store("set", "@@setup_1.tls", "y") == b"STORED"
     assert psql(pg, "SELECT c2 FROM demo_test WHERE c1='tls'") == "y"

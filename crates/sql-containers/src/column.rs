@@ -85,3 +85,21 @@ pub struct Column {
     /// user type); None elsewhere.
     pub cast: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_types_map_to_kinds() {
+        assert_eq!(postgres_kind("int8"), (ColKind::Int, false));
+        assert_eq!(postgres_kind("varchar"), (ColKind::Text, true));
+        assert_eq!(postgres_kind("bytea"), (ColKind::Blob, true));
+        for t in ["numeric", "bool", "timestamptz", "uuid", "jsonb", "bpchar"] {
+            assert_eq!(postgres_kind(t), (ColKind::Text, false), "{t}");
+        }
+        for t in ["point", "_int4", "tsvector"] {
+            assert_eq!(postgres_kind(t).0, ColKind::Other, "{t}");
+        }
+    }
+}
