@@ -72,6 +72,20 @@ key_column = "id"
 value_columns = "first,last,email"
 
 [[container]]
+name = "mem"
+table = "untouched"
+key_column = "k"
+value_columns = "v"
+policy = "cache_only"
+
+[[container]]
+name = "off"
+table = "untouched"
+key_column = "k"
+value_columns = "v"
+policy = { get = "innodb_only", set = "disabled", delete = "disabled", flush = "disabled" }
+
+[[container]]
 name = "cached"
 table = "cached"
 key_column = "k"
@@ -233,6 +247,31 @@ def test_bad_mappings(pgs, tmp_path, ddl, container, needle):
         assert n in err, err
 
 
+def test_cache_only_and_disabled_policies(pgs, client_of):
+    pg, s, _ = pgs
+    c = client_of(s)
+    assert c.store("set", "@@mem.x", "memory only") == b"STORED"
+    assert c.value("@@mem.x") == b"memory only"
+    assert c.value("@@off.x") == b"keep me", "the table was not written"
+    r = c.store("set", "@@off.x", "no")
+    assert r.startswith(b"SERVER_ERROR operation disabled for container off"), r
+    assert c.cmd("delete @@off.x").startswith(b"SERVER_ERROR operation disabled")
+    assert psql(pg, "SELECT v FROM untouched WHERE k='x'") == "keep me"
+
+
+@pytest.mark.parametrize("sslmode", ["disable", "prefer", "require", "verify-ca", "verify-full"])
+def test_sslmodes(pgs, tmp_path, client_of, sslmode):
+    pg, _, _ = pgs
+    root = None if sslmode in ("disable", "prefer") else pg.ca
+    cfg = config(tmp_path / "t.toml", pg, pool=2, sslmode=sslmode, sslrootcert=root)
+    with start_with(cfg) as s:
+        c = client_of(s)
+        assert c.value("@@setup_1.AA") == b"HELLO, HELLO"
+        ssl = psql(pg, "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
+                       "WHERE a.application_name = 'sqlcached-containers' AND a.usename = 'sqlcached_app'")
+        assert ssl == ("f" if sslmode == "disable" else "t"), (sslmode, ssl)
+
+
 def test_caching_is_accepted_and_says_its_feed_is_not_followed(pgs, client_of):
     pg, s, log = pgs
     text = Path(log).read_text()
@@ -275,8 +314,13 @@ def test_batched_writes_read_your_writes_and_a_lost_batch(pgs, tmp_path, client_
         assert stats["containers_backend_lost_writes"] == "3", stats
         assert psql(pg, "SELECT count(*) FROM batched") == "0", "the lost batch is not replayed"
         assert c.store("set", "@@b.l5", "x") == b"STORED"
+        # flush_all on a bound connection commits every lane, then TRUNCATEs the table.
+        assert c.cmd("bind b") == b"OK"
+        assert c.cmd("flush_all") == b"OK"
+        assert psql(pg, "SELECT count(*) FROM batched") == "0"
+        assert c.store("set", "l6", "y") == b"STORED"
     # Dropping the server commits the open batch.
-    assert psql(pg, "SELECT k FROM batched") == "l5"
+    assert psql(pg, "SELECT k FROM batched") == "l6"
 
 
 PLUGIN = """
