@@ -5,13 +5,12 @@ a lost batch reported and not replayed), a backend restart under load, the backe
 start. The module runs its own server (one test restarts it)."""
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import start_fails, start_with
+from conftest import restart_during_load, start_fails, start_with, wait_value
 from harness.postgres import BIN, PostgreSQL, start_postgres
 from harness.servers import freeze, rss_mib
 
@@ -104,23 +103,6 @@ def config(path, pg, pool=4, options="", containers=CONTAINERS, db="ct", user=No
 
 def psql(pg, sql):
     return pg.sql(sql, database="ct").strip()
-
-
-def wait_value(c, key, want, timeout=20):
-    """Gets `key` until it reads `want` (SERVER_ERROR meanwhile is fine)."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        c.send(f"get {key}\r\n".encode())
-        last = c.line()
-        if last.startswith(b"VALUE"):
-            value = c.line()
-            assert c.line() == b"END"
-            assert value == want, value
-            return
-        assert last.startswith(b"SERVER_ERROR"), last
-        time.sleep(0.3)
-    raise AssertionError(f"no recovery: last reply {last!r}")
 
 
 @pytest.fixture(scope="module")
@@ -426,39 +408,8 @@ def test_hung_backend_times_out_and_recovers(pgs, tmp_path, client_of):
 
 def test_backend_restart_during_load(pgs, client_of):
     pg, s, _ = pgs
-    c = client_of(s)
-    acked, errors, stop = [], [], threading.Event()
-
-    def writer():
-        w = client_of(s)
-        i = 0
-        while not stop.is_set():
-            r = w.store("set", f"@@setup_1.load{i}", f"v{i}")
-            if r == b"STORED":
-                acked.append(i)
-            else:
-                assert r.startswith(b"SERVER_ERROR"), r
-                errors.append(r)
-            i += 1
-            time.sleep(0.005)
-
-    t = threading.Thread(target=writer)
-    t.start()
-    time.sleep(0.5)
-    pg.stop()
-    time.sleep(1.0)
-    r = c.cmd("get @@setup_1.AA")
-    assert r.startswith(b"SERVER_ERROR"), r
-    pg.start()
-    wait_value(c, "@@setup_1.AA", b"HELLO, HELLO", timeout=15)
-    time.sleep(0.5)
-    stop.set()
-    t.join(10)
-    assert errors, "no SERVER_ERROR while the backend was down"
-    assert acked
-    got = psql(pg, "SELECT c1 FROM demo_test WHERE c1 LIKE 'load%'").split()
-    missing = [i for i in acked if f"load{i}" not in got]
-    assert not missing, missing[:10]
+    restart_during_load(s, client_of, pg.stop, pg.start,
+                        lambda: psql(pg, "SELECT c1 FROM demo_test WHERE c1 LIKE 'load%'").split())
 
 
 def test_backend_down_at_start_then_up(tmp_path, client_of):

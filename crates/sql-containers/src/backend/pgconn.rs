@@ -224,14 +224,28 @@ impl PgConn {
     ) -> Result<Vec<tokio_postgres::Row>, PgErr> {
         let st = self.prepared(sh, sql).await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        sh.timed(&self.client, self.client.query(&st, &refs)).await
+        let r = sh.timed(&self.client, self.client.query(&st, &refs)).await;
+        self.forget_stale(&r);
+        r
     }
 
     /// Runs a prepared statement; the rows it changed.
     async fn execute(&mut self, sh: &PgShared, sql: &str, params: &[Raw]) -> Result<u64, PgErr> {
         let st = self.prepared(sh, sql).await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        sh.timed(&self.client, self.client.execute(&st, &refs)).await
+        let r = sh.timed(&self.client, self.client.execute(&st, &refs)).await;
+        self.forget_stale(&r);
+        r
+    }
+
+    /// A table altered under a prepared statement ("cached plan must not change result
+    /// type", 0A000) or a statement gone (26000): prepare anew next time.
+    fn forget_stale<T>(&mut self, r: &Result<T, PgErr>) {
+        if let Err(PgErr::Server { code, .. }) = r {
+            if code == "0A000" || code == "26000" {
+                self.stmts.clear();
+            }
+        }
     }
 
     /// Runs statements without parameters (BEGIN, COMMIT, SAVEPOINT, TRUNCATE).
