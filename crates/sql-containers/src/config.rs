@@ -75,28 +75,28 @@ pub struct BackendConfig {
     #[serde(default)]
     pub url: Option<String>,
     /// Connections in all. SQLite: 1 writer + (pool_size - 1) readers (at least 1).
-    /// MySQL: `writers` writer connections + the rest readers (at least 1).
+    /// MySQL, PostgreSQL: `writers` writer connections + the rest readers (at least 1).
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
-    /// MySQL: writer connections (keys are spread over them by hash, so one key always
+    /// MySQL, PostgreSQL: writer connections (keys are spread over them by hash, so one key always
     /// goes through the same one). Default: half the pool. SQLite always has 1.
     #[serde(default)]
     pub writers: Option<usize>,
-    /// MySQL with `r_batch_size = 1`: reader connections of each thread that runs
+    /// MySQL (not PostgreSQL) with `r_batch_size = 1`: reader connections of each thread that runs
     /// operations (a server worker): concurrent gets queued on that thread while they are
     /// busy are merged into one `IN (...)` query. 0: reads go through the shared reader
     /// connections instead (one backend thread). Default 2.
     #[serde(default = "default_thread_conns")]
     pub thread_readers: usize,
-    /// MySQL with `w_batch_size = 1`: writer connections of each such thread; the writes
+    /// MySQL (not PostgreSQL) with `w_batch_size = 1`: writer connections of each such thread; the writes
     /// queued meanwhile are group-committed (one transaction, committed before any of
     /// them is acknowledged). 0: writes go through the shared writer connections. Default 4.
     #[serde(default = "default_thread_writers")]
     pub thread_writers: usize,
-    /// MySQL: bound in ms on opening a connection (default 2000).
+    /// MySQL, PostgreSQL: bound in ms on opening a connection (default 2000).
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
-    /// Bound on one statement (MySQL) / lock wait (SQLite busy timeout) and on the time an
+    /// Bound on one statement (MySQL, PostgreSQL) / lock wait (SQLite busy timeout) and on the time an
     /// operation may wait in its connection's queue.
     #[serde(default = "default_query_timeout_ms")]
     pub query_timeout_ms: u64,
@@ -222,7 +222,7 @@ pub struct ContainerConfig {
     /// The container's name, as clients write it in `@@name.key` and `bind name`.
     pub name: String,
     /// SQLite: `main` (default) or an attached database; MySQL: the database (default:
-    /// the URL's).
+    /// the URL's); PostgreSQL: the schema in the URL's database (default `public`).
     #[serde(default)]
     pub schema: Option<String>,
     /// The table holding the container's rows (in `schema`).
@@ -414,7 +414,8 @@ impl Default for Options {
 pub struct ContainerDef {
     /// The container's name.
     pub name: String,
-    /// SQLite: `main` or an attached name; MySQL: the database. None: the backend's default.
+    /// SQLite: `main` or an attached name; MySQL: the database; PostgreSQL: the schema.
+    /// None: the backend's default.
     pub schema: Option<String>,
     /// The table's name.
     pub table: String,

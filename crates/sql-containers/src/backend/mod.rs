@@ -303,7 +303,7 @@ pub struct BackendStats {
     pub lost_batches: u64,
     /// Acknowledged writes lost that way (never replayed).
     pub lost_writes: u64,
-    /// Connections opened (MySQL; SQLite counts its connections at start).
+    /// Connections opened (MySQL, PostgreSQL; SQLite counts its connections at start).
     pub connects: u64,
     /// Operations answered with an error.
     pub errors: u64,
