@@ -121,12 +121,17 @@ fn classify(e: tokio_postgres::Error, client: &Client) -> PgErr {
 
 /// What all lanes share: how to connect, timeouts, counters, the CAS clock.
 pub(super) struct PgShared {
+    /// Host, port, login, database, session options (`lock_timeout`), TLS mode.
     pub(super) cfg: tokio_postgres::Config,
     /// None: plain TCP or a unix socket (`sslmode=disable`).
     pub(super) tls: Option<MakeRustlsConnect>,
+    /// The backend's counters.
     pub(super) stats: Arc<Stats>,
+    /// Where new cas values come from.
     pub(super) clock: Arc<CasClock>,
+    /// Bound on connecting (TCP, TLS, authentication).
     pub(super) connect_timeout: Duration,
+    /// Bound on one statement; a connection that misses it is dropped.
     pub(super) query_timeout: Duration,
     /// Set after a failed connect: until then, fail at once with this message.
     pub(super) down: Mutex<Option<(Instant, String)>>,
@@ -134,6 +139,7 @@ pub(super) struct PgShared {
 
 /// One open connection and the statements prepared on it.
 pub(super) struct PgConn {
+    /// The session (its I/O task runs on the backend's runtime).
     pub(super) client: Client,
     stmts: HashMap<String, Statement>,
 }
@@ -416,7 +422,9 @@ pub(super) struct PgTx {
 
 /// One lane's connection, opened when first needed and again after it died.
 pub(super) struct PgDb {
+    /// What every lane shares.
     pub(super) sh: Arc<PgShared>,
+    /// The lane's connection; None until first needed and after it died.
     pub(super) conn: Option<PgConn>,
 }
 
