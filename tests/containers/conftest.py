@@ -4,6 +4,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -106,3 +107,62 @@ def client_of():
     yield make
     for c in clients:
         c.close()
+
+
+def wait_value(c, key, want, timeout=20):
+    """Gets `key` until it reads `want` (SERVER_ERROR meanwhile is fine: a backend coming back)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        c.send(f"get {key}\r\n".encode())
+        last = c.line()
+        if last.startswith(b"VALUE"):
+            value = c.line()
+            assert c.line() == b"END"
+            assert value == want, value
+            return
+        assert last.startswith(b"SERVER_ERROR"), last
+        time.sleep(0.3)
+    raise AssertionError(f"no recovery: last reply {last!r}")
+
+
+def restart_during_load(s, client_of, stop, start, stored, container="setup_1", key="AA", want=b"HELLO, HELLO"):
+    """Sets keys `@@<container>.load<i>` from another connection while the backend is stopped
+    (`stop()`) and started again (`start()`): container commands answer SERVER_ERROR while it
+    is down, recover by themselves, and every acknowledged write is in the table afterwards
+    (`stored()`: the keys the table holds). The same on every networked backend."""
+    c = client_of(s)
+    acked, errors, stop_writer = [], [], threading.Event()
+
+    def writer():
+        w = client_of(s)
+        i = 0
+        while not stop_writer.is_set():
+            r = w.store("set", f"@@{container}.load{i}", f"v{i}")
+            if r == b"STORED":
+                acked.append(i)
+            else:
+                assert r.startswith(b"SERVER_ERROR"), r
+                errors.append(r)
+            i += 1
+            time.sleep(0.005)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        time.sleep(0.5)
+        stop()
+        time.sleep(1.0)
+        r = c.cmd(f"get @@{container}.{key}")
+        assert r.startswith(b"SERVER_ERROR"), r
+        start()
+        wait_value(c, f"@@{container}.{key}", want, timeout=15)
+        time.sleep(0.5)
+    finally:
+        stop_writer.set()
+        t.join(10)
+    assert errors, "no SERVER_ERROR while the backend was down"
+    assert acked
+    got = set(stored())
+    missing = [i for i in acked if f"load{i}" not in got]
+    assert not missing, missing[:10]

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import start_with
+from conftest import start_with, wait_value
 from harness.mariadb import MariaDB
 from harness.servers import freeze, rss_mib
 
@@ -64,22 +64,6 @@ def binary_get(c, key: bytes):
     _, _, _, extras, _, status, total, _, _ = struct.unpack(">BBHBBHIIQ", head)
     body = c.exact(total)
     return status, body[extras:]
-
-
-def wait_value(c, key, want, timeout=20):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        c.send(f"get {key}\r\n".encode())
-        last = c.line()
-        if last.startswith(b"VALUE"):
-            value = c.line()
-            assert c.line() == b"END"
-            assert value == want, value
-            return
-        assert last.startswith(b"SERVER_ERROR"), last
-        time.sleep(0.3)
-    raise AssertionError(f"no recovery: last reply {last!r}")
 
 
 def test_backend_down_at_start_then_up(tmp_path, client_of):

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import start_with
+from conftest import restart_during_load, start_with
 from harness.mariadb import start_mariadb
 
 pytestmark = pytest.mark.skipif(
@@ -87,50 +87,8 @@ def test_core(mdb, client_of):
 
 def test_backend_restart_during_load(mdb, client_of):
     db, s = mdb
-    c = client_of(s)
-    acked, errors, stop = [], [], threading.Event()
-
-    def writer():
-        w = client_of(s)
-        i = 0
-        while not stop.is_set():
-            r = w.store("set", f"@@setup_1.load{i}", f"v{i}")
-            if r == b"STORED":
-                acked.append(i)
-            else:
-                assert r.startswith(b"SERVER_ERROR"), r
-                errors.append(r)
-            i += 1
-            time.sleep(0.005)
-
-    t = threading.Thread(target=writer)
-    t.start()
-    time.sleep(0.5)
-    db.stop()
-    time.sleep(1.0)
-    r = c.cmd("get @@setup_1.AA")
-    assert r.startswith(b"SERVER_ERROR"), r
-    db.start()
-    deadline = time.time() + 15
-    recovered = False
-    while time.time() < deadline and not recovered:
-        c.send(b"get @@setup_1.AA\r\n")
-        line = c.line()
-        if line.startswith(b"VALUE"):
-            assert c.line() == b"HELLO, HELLO" and c.line() == b"END"
-            recovered = True
-        else:
-            assert line.startswith(b"SERVER_ERROR"), line
-            time.sleep(0.3)
-    assert recovered, "no recovery after the backend came back"
-    time.sleep(0.5)
-    stop.set()
-    t.join(10)
-    assert errors, "no SERVER_ERROR while the backend was down"
-    assert acked
-    got = db.sql("SELECT c1 FROM test.demo_test WHERE c1 LIKE 'load%'").split()
-    missing = [i for i in acked if f"load{i}" not in got]
-    assert not missing, missing[:10]
+    restart_during_load(s, client_of, db.stop, db.start,
+                        lambda: db.sql("SELECT c1 FROM test.demo_test WHERE c1 LIKE 'load%'").split())
 
 
 def test_caching_follows_the_binlog(mdb, client_of):

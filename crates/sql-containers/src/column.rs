@@ -50,6 +50,24 @@ pub fn mysql_kind(data_type: &str) -> ColKind {
     }
 }
 
+/// PostgreSQL `pg_type.typname` (of the column's base type, domains resolved): its kind
+/// and whether equal values are equal bytes of the text form. Types with a text form are
+/// mapped as character data (numeric, bool, timestamptz, uuid, jsonb, ...: the value is
+/// the text PostgreSQL reads and writes, which it checks and may normalize), hence not
+/// exact; text and varchar are (deterministic collations), char(n) is not (padding).
+pub fn postgres_kind(typname: &str) -> (ColKind, bool) {
+    match typname {
+        "text" | "varchar" | "name" => (ColKind::Text, true),
+        "bytea" => (ColKind::Blob, true),
+        "int2" | "int4" | "int8" => (ColKind::Int, false),
+        "bpchar" | "citext" | "numeric" | "bool" | "timestamptz" | "timestamp" | "date" | "time" | "timetz"
+        | "interval" | "uuid" | "json" | "jsonb" | "float4" | "float8" | "inet" | "cidr" | "macaddr" | "xml" => {
+            (ColKind::Text, false)
+        }
+        _ => (ColKind::Other, false),
+    }
+}
+
 /// A mapped column: the backend's own spelling, quoted for the dialect.
 #[derive(Debug, Clone)]
 pub struct Column {
@@ -63,4 +81,25 @@ pub struct Column {
     pub nullable: bool,
     /// Equal values are equal bytes (binary types, `_bin` collations); false for integers and `_ci` collations.
     pub exact: bool,
+    /// PostgreSQL: the type a text parameter is cast to (`int8`, `numeric`, a quoted
+    /// user type); None elsewhere.
+    pub cast: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_types_map_to_kinds() {
+        assert_eq!(postgres_kind("int8"), (ColKind::Int, false));
+        assert_eq!(postgres_kind("varchar"), (ColKind::Text, true));
+        assert_eq!(postgres_kind("bytea"), (ColKind::Blob, true));
+        for t in ["numeric", "bool", "timestamptz", "uuid", "jsonb", "bpchar"] {
+            assert_eq!(postgres_kind(t), (ColKind::Text, false), "{t}");
+        }
+        for t in ["point", "_int4", "tsvector"] {
+            assert_eq!(postgres_kind(t).0, ColKind::Other, "{t}");
+        }
+    }
 }

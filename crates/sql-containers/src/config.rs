@@ -31,6 +31,9 @@ pub enum BackendKind {
     /// MariaDB or MySQL at `backend.url` (`kind = "mariadb"` is accepted too).
     #[serde(alias = "mariadb")]
     Mysql,
+    /// PostgreSQL at `backend.url` (`postgres://`; `kind = "postgresql"` is accepted too).
+    #[serde(alias = "postgresql")]
+    Postgres,
 }
 
 /// Whether to read the plugin's `innodb_memcache` tables from the backend.
@@ -61,38 +64,39 @@ pub enum Synchronous {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendConfig {
-    /// `kind`: `sqlite` or `mysql` (alias `mariadb`); required.
+    /// `kind`: `sqlite`, `mysql` (alias `mariadb`) or `postgres` (alias `postgresql`); required.
     pub kind: BackendKind,
     /// SQLite: the database file (created if missing; `:memory:` is refused).
     #[serde(default)]
     pub path: Option<PathBuf>,
     /// MySQL/MariaDB: `mysql://user:password@host:port/database` (`?socket=/path` for a
-    /// unix socket).
+    /// unix socket). PostgreSQL: `postgres://user:password@host:port/database?sslmode=...`
+    /// (`sslrootcert=/path/ca.crt`; a host starting with `/` is a unix socket directory).
     #[serde(default)]
     pub url: Option<String>,
     /// Connections in all. SQLite: 1 writer + (pool_size - 1) readers (at least 1).
-    /// MySQL: `writers` writer connections + the rest readers (at least 1).
+    /// MySQL, PostgreSQL: `writers` writer connections + the rest readers (at least 1).
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
-    /// MySQL: writer connections (keys are spread over them by hash, so one key always
+    /// MySQL, PostgreSQL: writer connections (keys are spread over them by hash, so one key always
     /// goes through the same one). Default: half the pool. SQLite always has 1.
     #[serde(default)]
     pub writers: Option<usize>,
-    /// MySQL with `r_batch_size = 1`: reader connections of each thread that runs
+    /// MySQL (not PostgreSQL) with `r_batch_size = 1`: reader connections of each thread that runs
     /// operations (a server worker): concurrent gets queued on that thread while they are
     /// busy are merged into one `IN (...)` query. 0: reads go through the shared reader
     /// connections instead (one backend thread). Default 2.
     #[serde(default = "default_thread_conns")]
     pub thread_readers: usize,
-    /// MySQL with `w_batch_size = 1`: writer connections of each such thread; the writes
+    /// MySQL (not PostgreSQL) with `w_batch_size = 1`: writer connections of each such thread; the writes
     /// queued meanwhile are group-committed (one transaction, committed before any of
     /// them is acknowledged). 0: writes go through the shared writer connections. Default 4.
     #[serde(default = "default_thread_writers")]
     pub thread_writers: usize,
-    /// MySQL: bound in ms on opening a connection (default 2000).
+    /// MySQL, PostgreSQL: bound in ms on opening a connection (default 2000).
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
-    /// Bound on one statement (MySQL) / lock wait (SQLite busy timeout) and on the time an
+    /// Bound on one statement (MySQL, PostgreSQL) / lock wait (SQLite busy timeout) and on the time an
     /// operation may wait in its connection's queue.
     #[serde(default = "default_query_timeout_ms")]
     pub query_timeout_ms: u64,
@@ -128,6 +132,16 @@ pub struct MysqlLogin {
 }
 
 impl BackendConfig {
+    /// The PostgreSQL backend's `host:port/database` from `url` (None for other kinds or a
+    /// URL that does not parse), for logs.
+    pub fn postgres_address(&self) -> Option<String> {
+        if self.kind != BackendKind::Postgres {
+            return None;
+        }
+        let c = source_postgres::Config::from_url(self.url.as_deref()?).ok()?;
+        Some(format!("{}:{}/{}", c.host, c.port, c.dbname))
+    }
+
     /// The MySQL backend's TCP address and account from `url` (None for SQLite or a URL
     /// that does not parse).
     pub fn mysql_login(&self) -> Option<MysqlLogin> {
@@ -208,7 +222,7 @@ pub struct ContainerConfig {
     /// The container's name, as clients write it in `@@name.key` and `bind name`.
     pub name: String,
     /// SQLite: `main` (default) or an attached database; MySQL: the database (default:
-    /// the URL's).
+    /// the URL's); PostgreSQL: the schema in the URL's database (default `public`).
     #[serde(default)]
     pub schema: Option<String>,
     /// The table holding the container's rows (in `schema`).
@@ -400,7 +414,8 @@ impl Default for Options {
 pub struct ContainerDef {
     /// The container's name.
     pub name: String,
-    /// SQLite: `main` or an attached name; MySQL: the database. None: the backend's default.
+    /// SQLite: `main` or an attached name; MySQL: the database; PostgreSQL: the schema.
+    /// None: the backend's default.
     pub schema: Option<String>,
     /// The table's name.
     pub table: String,
@@ -471,9 +486,10 @@ impl SqlConfig {
                 }
                 _ => {}
             },
-            BackendKind::Mysql => {
+            BackendKind::Mysql | BackendKind::Postgres => {
                 if b.url.is_none() {
-                    return Err("backend.url is required for kind = \"mysql\"".into());
+                    let kind = if b.kind == BackendKind::Mysql { "mysql" } else { "postgres" };
+                    return Err(format!("backend.url is required for kind = \"{kind}\""));
                 }
                 if !b.attach.is_empty() {
                     return Err("backend.attach is for SQLite only".into());

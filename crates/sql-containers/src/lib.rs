@@ -1,5 +1,5 @@
 //! SQL tables as memcached containers, the way MySQL's InnoDB memcached plugin maps them
-//! (`innodb_memcache.containers`), on SQLite (embedded) and MariaDB/MySQL.
+//! (`innodb_memcache.containers`), on SQLite (embedded), MariaDB/MySQL and PostgreSQL.
 //!
 //! This crate is the library under the server: it loads and validates the containers,
 //! and runs memcached operations on their tables. The server does the protocol part
@@ -85,6 +85,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backend::mysql::MysqlBackend;
+use backend::postgres::PostgresBackend;
 use backend::sqlite::SqliteBackend;
 use backend::Backend;
 pub use backend::BackendStats;
@@ -132,6 +133,7 @@ impl Containers {
         let backend: Arc<dyn Backend> = match cfg.backend.kind {
             BackendKind::Sqlite => Arc::new(SqliteBackend::start(&cfg.backend, &file_opts, clock).await?),
             BackendKind::Mysql => Arc::new(MysqlBackend::start(&cfg.backend, &file_opts, clock).await?),
+            BackendKind::Postgres => Arc::new(PostgresBackend::start(&cfg.backend, &file_opts, clock).await?),
         };
         backend.reachable().await.map_err(|e| LoadError::Unreachable(e.to_string()))?;
         let mut plugin_defs = Vec::new();

@@ -453,6 +453,7 @@ mod tests {
             kind: ColKind::Text,
             nullable: false,
             exact: true,
+            cast: None,
         }];
         for v in values {
             cols.push(ColumnInfo {
@@ -461,6 +462,7 @@ mod tests {
                 kind: ColKind::Text,
                 nullable: true,
                 exact: true,
+                cast: None,
             });
         }
         for c in ["f", "c", "e"] {
@@ -470,6 +472,7 @@ mod tests {
                 kind: ColKind::Int,
                 nullable: true,
                 exact: false,
+                cast: None,
             });
         }
         let info = TableInfo {

@@ -2,7 +2,7 @@
 //! usable types and its key has a unique index. The result, [`Mapping`], is the only
 //! place SQL identifiers come from (the names as the backend reported them, quoted).
 
-pub use crate::column::{mysql_kind, sqlite_kind, ColKind, Column};
+pub use crate::column::{mysql_kind, postgres_kind, sqlite_kind, ColKind, Column};
 use crate::config::{ContainerDef, Policy};
 use crate::sql::{Dialect, Statements};
 
@@ -20,6 +20,8 @@ pub struct ColumnInfo {
     /// Equal values are equal bytes (binary types, `_bin` collations). False for
     /// integers ("042" finds 42) and case-insensitive collations.
     pub exact: bool,
+    /// PostgreSQL: the type name values are cast to from text ([`Column::cast`]).
+    pub cast: Option<String>,
 }
 
 /// An index as the backend describes it.
@@ -114,6 +116,7 @@ pub fn validate(
             kind: c.kind,
             nullable: c.nullable,
             exact: c.exact,
+            cast: c.cast.clone(),
         })
     };
     let data = [ColKind::Text, ColKind::Blob, ColKind::Int];

@@ -7,7 +7,7 @@ use sql_containers::{BackendKind, Container, Policy, SqlConfig};
 use super::{Slot, Sql};
 
 /// The backend as the log says it: `SQLite /var/lib/sqlcached/containers.db`, `MariaDB/MySQL
-/// 127.0.0.1:3306` (never the URL's password).
+/// 127.0.0.1:3306`, `PostgreSQL 127.0.0.1:5432/app` (never the URL's password).
 pub fn backend(cfg: &SqlConfig) -> String {
     match cfg.backend.kind {
         BackendKind::Sqlite => {
@@ -15,6 +15,9 @@ pub fn backend(cfg: &SqlConfig) -> String {
         }
         BackendKind::Mysql => {
             format!("MariaDB/MySQL {}", cfg.backend.mysql_login().map(|l| l.address).unwrap_or_else(|| "?".into()))
+        }
+        BackendKind::Postgres => {
+            format!("PostgreSQL {}", cfg.backend.postgres_address().unwrap_or_else(|| "?".into()))
         }
     }
 }

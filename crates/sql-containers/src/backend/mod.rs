@@ -13,9 +13,12 @@
 //! * Flush first makes every lane commit, then empties the table on writer lane 0.
 
 mod group;
+mod lane;
 mod local;
 mod myconn;
 pub(crate) mod mysql;
+mod pgconn;
+pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
 use std::future::Future;
@@ -51,7 +54,7 @@ pub(crate) enum Job {
 }
 
 /// The sending side of a lane's queue (a std channel for SQLite threads, a tokio one
-/// for MySQL tasks).
+/// for MySQL and PostgreSQL tasks).
 pub(crate) trait LaneTx: Send + Sync {
     fn send_job(&self, job: Job) -> bool;
 }
@@ -300,7 +303,7 @@ pub struct BackendStats {
     pub lost_batches: u64,
     /// Acknowledged writes lost that way (never replayed).
     pub lost_writes: u64,
-    /// Connections opened (MySQL; SQLite counts its connections at start).
+    /// Connections opened (MySQL, PostgreSQL; SQLite counts its connections at start).
     pub connects: u64,
     /// Operations answered with an error.
     pub errors: u64,
@@ -347,7 +350,7 @@ impl Stats {
 pub(crate) trait Backend: Send + Sync {
     fn dialect(&self) -> Dialect;
     /// The schema of containers that name none (SQLite `main`, MySQL the URL's
-    /// database).
+    /// database, PostgreSQL `public`).
     fn default_schema(&self) -> Option<String>;
     /// Columns and indexes of a table; `Ok(None)` if there is no such table; `Err` with
     /// a message if the schema itself is unknown or the backend failed.

@@ -13,7 +13,7 @@
 //! that dies inside a transaction loses that transaction, which is reported, never
 //! replayed. A dropped transaction is rolled back before its connection is reused.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,182 +21,106 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts, Transaction, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use super::lane::{AsyncLane, LaneDb, StmtErr};
 use super::local::Local;
 use super::myconn::{read_rows, run_write, val_int, val_string, MyErr, Shared, ER_LOCK_DEADLOCK};
-use super::{deadline_passed, queue_timeout_error, Backend, BackendStats, BoxFuture, Job, Lane, Router, Stats};
-use crate::batch::{Batch, TICK};
+use super::{Backend, BackendStats, BoxFuture, Job, Lane, Router, Stats};
 use crate::config::{BackendConfig, Options, PluginRows, Record};
 use crate::error::BackendError;
 use crate::ops::{CasClock, Op, OpResult};
 use crate::sql::Dialect;
 use crate::validate::{mysql_kind, ColKind, ColumnInfo, IndexInfo, Mapping, TableInfo};
 
-struct MyLane {
+/// One MySQL lane's database side for the generic lane driver ([`AsyncLane`]): pooled
+/// connections, a transaction holding its connection.
+struct MyDb {
     sh: Arc<Shared>,
-    writer: bool,
-    limit: u32,
-    batch: Batch,
-    tx: Option<Transaction<'static>>,
-    dirty: Arc<AtomicBool>,
 }
 
-impl MyLane {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) {
-        loop {
-            match tokio::time::timeout(TICK, rx.recv()).await {
-                Ok(Some(job)) => self.handle(job).await,
-                Ok(None) => {
-                    if let Err((n, e)) = self.commit().await {
-                        self.sh.stats.lost(n, e);
-                    }
-                    return;
-                }
-                Err(_) => {}
-            }
-            if self.batch.idle_due() {
-                if let Err((n, e)) = self.commit().await {
-                    self.sh.stats.lost(n, e);
-                }
-            }
-        }
+/// A statement error inside a transaction, as the lane sees it: a dead connection or a
+/// deadlock (InnoDB rolled the whole transaction back) loses it; anything else undoes the
+/// statement alone (MySQL keeps the transaction).
+fn in_txn(e: MyErr) -> StmtErr {
+    match e {
+        e @ (MyErr::Fatal(_) | MyErr::Server { code: ER_LOCK_DEADLOCK, .. }) => StmtErr::TxnGone(e.into_backend()),
+        e => StmtErr::Refused(e.into_backend()),
+    }
+}
+
+impl LaneDb for MyDb {
+    type Tx = Transaction<'static>;
+
+    fn begin(&mut self, readonly: bool) -> BoxFuture<'_, Result<Self::Tx, BackendError>> {
+        Box::pin(self.sh.begin(readonly))
     }
 
-    async fn handle(&mut self, job: Job) {
-        match job {
-            Job::Commit { reply } => {
-                let r = self.commit().await.map_err(|(n, e)| self.sh.stats.lost(n, e));
-                let _ = reply.send(r);
-            }
-            Job::Op { mapping, op, reply, deadline } => {
-                let res = if deadline_passed(deadline) {
-                    Err(queue_timeout_error(Duration::ZERO))
-                } else {
-                    match &op {
-                        Op::Get { keys } => self.read(&mapping, keys).await,
-                        Op::Flush => self.flush(&mapping).await,
-                        _ => self.write(&mapping, &op).await,
-                    }
-                };
-                if res.is_err() {
-                    Stats::bump(&self.sh.stats.errors, 1);
+    fn commit(&mut self, tx: Self::Tx) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async move { self.sh.timed(tx.commit()).await.map_err(MyErr::into_backend) })
+    }
+
+    fn rollback(&mut self, tx: Self::Tx) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let _ = self.sh.timed(tx.rollback()).await;
+        })
+    }
+
+    fn read_in<'a>(
+        &'a mut self,
+        tx: &'a mut Self::Tx,
+        m: &'a Mapping,
+        keys: &'a [Vec<u8>],
+        _protect: bool,
+    ) -> BoxFuture<'a, Result<OpResult, StmtErr>> {
+        Box::pin(async move { read_rows(&self.sh, tx, m, keys).await.map_err(in_txn) })
+    }
+
+    fn read_alone<'a>(
+        &'a mut self,
+        m: &'a Mapping,
+        keys: &'a [Vec<u8>],
+    ) -> BoxFuture<'a, Result<OpResult, BackendError>> {
+        Box::pin(async move {
+            // Autocommit; a dead pooled connection is replaced once (reads are idempotent).
+            let sh = &self.sh;
+            let mut conn = sh.get_conn().await?;
+            match read_rows(sh, &mut conn, m, keys).await {
+                Err(MyErr::Fatal(_)) => {
+                    drop(conn);
+                    let mut conn = sh.get_conn().await?;
+                    read_rows(sh, &mut conn, m, keys).await.map_err(MyErr::into_backend)
                 }
-                if let Some(reply) = reply {
-                    let _ = reply.send(res);
-                }
+                r => r.map_err(MyErr::into_backend),
             }
-        }
+        })
     }
 
-    /// Forgets the open transaction (its connection rolls it back, or is closed);
-    /// returns the operations it held.
-    fn abandon(&mut self) -> u64 {
-        self.tx = None;
-        self.dirty.store(false, Ordering::Release);
-        self.batch.closed()
+    fn write_in<'a>(
+        &'a mut self,
+        tx: &'a mut Self::Tx,
+        m: &'a Mapping,
+        op: &'a Op,
+        _protect: bool,
+    ) -> BoxFuture<'a, Result<OpResult, StmtErr>> {
+        Box::pin(async move {
+            match run_write(&self.sh, tx, m, op).await {
+                Ok(r) => Ok(r),
+                Err(MyErr::Request(e)) => Err(StmtErr::Refused(e)),
+                Err(e) => Err(in_txn(e)),
+            }
+        })
     }
 
-    async fn commit(&mut self) -> Result<(), (u64, BackendError)> {
-        let Some(tx) = self.tx.take() else {
-            return Ok(());
-        };
-        let r = self.sh.timed(tx.commit()).await;
-        let n = self.abandon();
-        match r {
-            Ok(()) => {
-                Stats::bump(&self.sh.stats.commits, 1);
-                Ok(())
-            }
-            Err(e) => Err((n, e.into_backend())),
-        }
+    fn flush<'a>(&'a mut self, m: &'a Mapping) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let sh = &self.sh;
+            let mut conn = sh.get_conn().await?;
+            // TRUNCATE commits by itself.
+            sh.timed(conn.query_drop(m.sql.flush.as_str())).await.map_err(MyErr::into_backend)
+        })
     }
 
-    async fn read(&mut self, m: &Mapping, keys: &[Vec<u8>]) -> Result<OpResult, BackendError> {
-        let sh = self.sh.clone();
-        if self.writer {
-            // Read-your-writes: inside this lane's open transaction, if any.
-            if let Some(tx) = self.tx.as_mut() {
-                return match read_rows(&sh, tx, m, keys).await {
-                    Ok(r) => Ok(r),
-                    Err(e @ MyErr::Fatal(_)) => {
-                        let n = self.abandon();
-                        Err(sh.stats.lost(n, e.into_backend()))
-                    }
-                    Err(e) => Err(e.into_backend()),
-                };
-            }
-        } else if self.limit > 1 {
-            if self.tx.is_none() {
-                self.tx = Some(sh.begin(true).await?);
-                self.batch.begun();
-            }
-            let tx = self.tx.as_mut().unwrap();
-            let r = read_rows(&sh, tx, m, keys).await;
-            if let Err(MyErr::Fatal(_)) = &r {
-                self.abandon();
-            } else if self.batch.ran() {
-                self.commit().await.map_err(|(_, e)| e)?;
-            }
-            return r.map_err(MyErr::into_backend);
-        }
-        // One read, autocommit; a dead pooled connection is replaced once (reads are
-        // idempotent).
-        let mut conn = sh.get_conn().await?;
-        match read_rows(&sh, &mut conn, m, keys).await {
-            Err(MyErr::Fatal(_)) => {
-                drop(conn);
-                let mut conn = sh.get_conn().await?;
-                read_rows(&sh, &mut conn, m, keys).await.map_err(MyErr::into_backend)
-            }
-            r => r.map_err(MyErr::into_backend),
-        }
-    }
-
-    async fn write(&mut self, m: &Mapping, op: &Op) -> Result<OpResult, BackendError> {
-        let sh = self.sh.clone();
-        if self.tx.is_none() {
-            self.tx = Some(sh.begin(false).await?);
-            Stats::bump(&sh.stats.connects, 0);
-            self.batch.begun();
-        }
-        let tx = self.tx.as_mut().unwrap();
-        match run_write(&sh, tx, m, op).await {
-            Ok(res) => {
-                if self.batch.ran() {
-                    // Full: commit before acknowledging; a failure loses the earlier
-                    // (acknowledged) operations of the batch too.
-                    self.commit().await.map_err(|(n, e)| sh.stats.lost(n.saturating_sub(1), e))?;
-                } else {
-                    self.dirty.store(true, Ordering::Release);
-                }
-                Ok(res)
-            }
-            Err(e) => {
-                let whole_txn_gone = matches!(e, MyErr::Fatal(_) | MyErr::Server { code: ER_LOCK_DEADLOCK, .. });
-                if whole_txn_gone {
-                    let n = self.abandon();
-                    Err(sh.stats.lost(n, e.into_backend()))
-                } else {
-                    if self.batch.pending() == 0 {
-                        // Nothing else in the transaction: end it (rolled back).
-                        if let Some(tx) = self.tx.take() {
-                            let _ = sh.timed(tx.rollback()).await;
-                        }
-                        self.abandon();
-                    }
-                    Err(e.into_backend())
-                }
-            }
-        }
-    }
-
-    async fn flush(&mut self, m: &Mapping) -> Result<OpResult, BackendError> {
-        self.commit().await.map_err(|(n, e)| self.sh.stats.lost(n, e))?;
-        let sh = self.sh.clone();
-        let mut conn = sh.get_conn().await?;
-        // TRUNCATE commits by itself.
-        sh.timed(conn.query_drop(m.sql.flush.as_str())).await.map_err(MyErr::into_backend)?;
-        Stats::bump(&sh.stats.commits, 1);
-        Ok(OpResult::Done)
+    fn stats(&self) -> &Stats {
+        &self.sh.stats
     }
 }
 
@@ -271,14 +195,7 @@ impl MysqlBackend {
                         let (tx, rx) = mpsc::unbounded_channel::<Job>();
                         let dirty = Arc::new(AtomicBool::new(false));
                         let limit = if writer { w_batch } else { r_batch };
-                        let lane = MyLane {
-                            sh: sh.clone(),
-                            writer,
-                            limit,
-                            batch: Batch::new(limit, interval),
-                            tx: None,
-                            dirty: dirty.clone(),
-                        };
+                        let lane = AsyncLane::new(MyDb { sh: sh.clone() }, writer, limit, interval, dirty.clone());
                         tasks.push(tokio::spawn(lane.run(rx)));
                         Lane::new(Box::new(tx), dirty)
                     };
@@ -369,7 +286,7 @@ async fn describe(sh: &Shared, c: &mut Conn, schema: String, table: String) -> R
         let collation = val_string(r.as_ref(4)).unwrap_or_default().to_ascii_lowercase();
         let exact =
             kind == ColKind::Blob || (kind == ColKind::Text && (collation.ends_with("_bin") || collation == "binary"));
-        info.columns.push(ColumnInfo { name, kind, decl, nullable, exact });
+        info.columns.push(ColumnInfo { name, kind, decl, nullable, exact, cast: None });
     }
     let idx = rows_of(
         sh,

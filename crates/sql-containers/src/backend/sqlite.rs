@@ -626,7 +626,14 @@ fn describe(conn: &Connection, schema: &str, table: &str) -> Result<Option<Table
             }
             // Not used for SQLite reads (always one key per statement).
             let kind = sqlite_kind(&decl);
-            info.columns.push(ColumnInfo { name, exact: kind == ColKind::Blob, kind, decl, nullable: notnull == 0 });
+            info.columns.push(ColumnInfo {
+                name,
+                exact: kind == ColKind::Blob,
+                kind,
+                decl,
+                nullable: notnull == 0,
+                cast: None,
+            });
         }
     }
     // INTEGER PRIMARY KEY is the rowid itself: unique, with no index of its own.

@@ -1,4 +1,5 @@
-//! Scenarios run on every backend (SQLite always, MariaDB when SQLCACHED_MARIADB is set).
+//! Scenarios run on every backend (SQLite always, MariaDB when SQLCACHED_MARIADB is set,
+//! PostgreSQL when SQLCACHED_POSTGRES is set).
 //! Each takes containers mapped onto the same logical tables:
 //!
 //! * `demo`  (c1 key, c2 value, c3 flags, c4 cas, c5 expire)      -> container "default"
