@@ -1,6 +1,7 @@
 """SQL containers on PostgreSQL 15 (scripts/postgres.sh via tests/harness/postgres.py): the
-core memcached commands, typed columns, bad mappings, the `caching` policy (accepted; its
-change feed is not followed yet, and the start says so), batched writes (read-your-writes,
+core memcached commands, typed columns, bad mappings, the `caching` policy (following the WAL
+through logical replication when the role may replicate; degraded to reading the table, and
+said at start, when it may not), batched writes (read-your-writes,
 a lost batch reported and not replayed), a backend restart under load, the backend down at
 start. The module runs its own server (one test restarts it)."""
 import os
@@ -254,18 +255,50 @@ def test_sslmodes(pgs, tmp_path, client_of, sslmode):
         assert ssl == ("f" if sslmode == "disable" else "t"), (sslmode, ssl)
 
 
-def test_caching_is_accepted_and_says_its_feed_is_not_followed(pgs, client_of):
+def test_caching_without_replication_rights_is_degraded_and_reads_the_table(pgs, client_of):
     pg, s, log = pgs
     text = Path(log).read_text()
-    assert "@@cached on PostgreSQL" in text and "not followed" in text, text
+    # The app role has no REPLICATION: said at start with the fix, and gets read the table.
+    assert "containers: DEGRADED" in text and "ALTER ROLE sqlcached_app REPLICATION" in text, text
     c = client_of(s)
     assert c.value("@@cached.c1") == b"first"
+    psql(pg, "UPDATE cached SET v = 'direct' WHERE k = 'c1'")
+    assert c.value("@@cached.c1") == b"direct", "a memory copy served while the WAL cannot be followed"
     # Writes go to the table (write-through) and the next get sees them.
     assert c.store("set", "@@cached.c1", "second") == b"STORED"
     assert psql(pg, "SELECT v FROM cached WHERE k='c1'") == "second"
     assert c.value("@@cached.c1") == b"second"
     assert c.cmd("delete @@cached.c1") == b"DELETED"
     assert c.value("@@cached.c1") is None
+    psql(pg, "INSERT INTO cached VALUES ('c1', 'first') ON CONFLICT (k) DO UPDATE SET v = 'first'")
+
+
+def test_caching_follows_the_wal(pgs, tmp_path, client_of):
+    """With a role that may replicate, a direct SQL change drops the memory copy at once
+    (cache_ttl is an hour), through the slot sqlcached_containers."""
+    pg, _, _ = pgs
+    cfg = config(tmp_path / "w.toml", pg, user=pg.user)
+    log = tmp_path / "w.log"
+    with start_with(cfg, log=str(log)) as s:
+        c = client_of(s)
+        deadline = time.monotonic() + 20
+        while "caching containers follow the WAL" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        psql(pg, "INSERT INTO cached VALUES ('w1', 'one') ON CONFLICT (k) DO UPDATE SET v = 'one'")
+        assert c.value("@@cached.w1") == b"one"
+        for i in range(3):
+            t0 = time.monotonic()
+            psql(pg, f"UPDATE cached SET v = 'v{i}' WHERE k = 'w1'")
+            while c.value("@@cached.w1") != f"v{i}".encode():
+                assert time.monotonic() - t0 < 2, "the WAL did not drop the copy"
+                time.sleep(0.005)
+        psql(pg, "DELETE FROM cached WHERE k = 'w1'")
+        t0 = time.monotonic()
+        while c.value("@@cached.w1") is not None:
+            assert time.monotonic() - t0 < 2
+            time.sleep(0.005)
+    psql(pg, "SELECT pg_drop_replication_slot('sqlcached_containers'); DROP PUBLICATION sqlcached_containers")
 
 
 def test_batched_writes_read_your_writes_and_a_lost_batch(pgs, tmp_path, client_of):

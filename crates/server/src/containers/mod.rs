@@ -20,6 +20,7 @@ pub mod slot;
 mod sql;
 pub mod stats;
 mod through;
+mod wal;
 pub use self::slot::Slot;
 pub use self::sql::{load, Budget, Sql, Target};
 use crate::feeds::SourceFeeds as Feeds;

@@ -146,21 +146,12 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
             })
         })
         .collect();
-    if cfg.backend.kind == sql_containers::BackendKind::Postgres {
-        let caching: Vec<String> = watched.iter().map(|w| format!("@@{}", w.container.name())).collect();
-        if !caching.is_empty() {
-            // Never silently inert: the WAL follower (logical replication) is not built yet.
-            log::warn!(
-                "containers: {} on PostgreSQL: caching gets are NOT invalidated by a change feed yet (the WAL is not \
-                 followed); sqlcached's own writes go to the table and drop the memory copy, changes made by other \
-                 clients show after at most cache_ttl",
-                caching.join(", ")
-            );
+    let (fresh, health) = match (login, cfg.backend.kind, cfg.backend.url.as_deref()) {
+        (Some(login), _, _) => super::binlog::start(login, watched, feeds, set.options().max_lag_ms),
+        (None, sql_containers::BackendKind::Postgres, Some(url)) => {
+            (super::wal::start(url, watched, feeds, set.options().max_lag_ms), None)
         }
-    }
-    let (fresh, health) = match login {
-        Some(login) => super::binlog::start(login, watched, feeds, set.options().max_lag_ms),
-        None => (None, None),
+        _ => (None, None),
     };
     let backend = super::describe::backend(&cfg);
     let clock = budget.clock.clone();
