@@ -17,6 +17,7 @@
 
 pub mod analyze;
 pub mod catalog;
+pub mod digest;
 mod index;
 pub mod session;
 pub mod start;
@@ -123,7 +124,12 @@ pub struct PgCache {
     /// The counters.
     pub counters: Counters,
     hasher: std::hash::RandomState,
+    /// Analyses by digest (literals out), so a statement is parsed once per shape.
+    memo: RwLock<std::collections::HashMap<String, Arc<Vec<Statementish>>>>,
 }
+
+/// Analyses kept at most (the memo is emptied when full).
+const MEMO: usize = 16_384;
 
 /// A fill's right to store one result.
 pub struct Fill {
@@ -155,6 +161,7 @@ impl PgCache {
             limit,
             counters: Counters::default(),
             hasher: std::hash::RandomState::new(),
+            memo: RwLock::new(std::collections::HashMap::new()),
         }
     }
 
@@ -199,11 +206,52 @@ impl PgCache {
         }
     }
 
+    /// What the statements of `sql` are: parsed once per shape (its digest), the literals
+    /// of this text put back in the equalities.
+    pub fn analyze(&self, sql: &str) -> Vec<Statementish> {
+        let Some((text, literals)) = digest::digest(sql) else { return analyze::analyze(sql) };
+        let known = self.memo.read().get(&text).cloned();
+        let shape = match known {
+            Some(s) => s,
+            None => {
+                let s = Arc::new(analyze::analyze(&text));
+                let mut m = self.memo.write();
+                if m.len() >= MEMO {
+                    m.clear();
+                }
+                m.insert(text, s.clone());
+                s
+            }
+        };
+        shape
+            .iter()
+            .map(|st| match st {
+                Statementish::Read { tables, equals } => Statementish::Read {
+                    tables: tables.clone(),
+                    equals: equals
+                        .iter()
+                        .filter_map(|(c, v)| {
+                            let (neg, v) = v.strip_prefix('-').map_or((false, v.as_str()), |r| (true, r));
+                            let lit = literals.get(digest::slot_of(v)?)?;
+                            Some((c.clone(), if neg { format!("-{lit}") } else { lit.clone() }))
+                        })
+                        .collect(),
+                },
+                other => other.clone(),
+            })
+            .collect()
+    }
+
     /// What to do with one simple Query's text in this session.
     pub fn plan(&self, view: &View<'_>, sql: &str) -> Plan {
-        let stmts = analyze::analyze(sql);
+        let stmts = self.analyze(sql);
+        self.plan_statements(view, sql, &stmts)
+    }
+
+    /// What to do with a simple Query whose statements are already analyzed.
+    pub fn plan_statements(&self, view: &View<'_>, sql: &str, stmts: &[Statementish]) -> Plan {
         let catalog = self.catalog();
-        if let [Statementish::Read { tables, equals }] = stmts.as_slice() {
+        if let [Statementish::Read { tables, equals }] = stmts {
             let mut tags = Vec::with_capacity(tables.len());
             for n in tables {
                 let Some(t) = catalog.resolve(n, view.search_path) else { return Plan::Forward("table") };
@@ -221,7 +269,7 @@ impl PgCache {
         }
         let mut written: Vec<TableId> = Vec::new();
         let mut read_why = None;
-        for s in &stmts {
+        for s in stmts {
             match s {
                 Statementish::Write(names) => {
                     for n in names {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::analyze::{self, Statementish};
+use super::analyze::Statementish;
 use super::catalog;
 use super::index::TableId;
 use super::{PgCache, Plan, View};
@@ -92,7 +92,8 @@ impl CacheState {
 
     /// What to do with a simple Query of `sql`.
     pub fn query(&mut self, cache: &PgCache, s: &Session, db: &str, sql: &str) -> Plan {
-        self.follow_settings(sql);
+        let stmts = cache.analyze(sql);
+        self.follow_settings(sql, &stmts);
         if s.database != db {
             // Another database: its WAL is not followed, and its writes change nothing cached.
             return Plan::Forward("session");
@@ -106,7 +107,7 @@ impl CacheState {
         }
         let (settings, path) = self.view_parts(s);
         let view = View { database: &s.database, role: role(s), settings: &settings, search_path: &path };
-        cache.plan(&view, sql)
+        cache.plan_statements(&view, sql, &stmts)
     }
 
     fn resolved(&self, s: &Session) -> Vec<String> {
@@ -114,7 +115,11 @@ impl CacheState {
     }
 
     /// Notes SET / RESET / DISCARD statements and what the cache cannot follow.
-    fn follow_settings(&mut self, sql: &str) {
+    fn follow_settings(&mut self, sql: &str, stmts: &[Statementish]) {
+        // Plain reads (the hot path) set nothing.
+        if let [Statementish::Read { .. }] = stmts {
+            return;
+        }
         let lower = sql.to_ascii_lowercase();
         if lower.contains("set_config")
             || lower.contains("pg_temp")
@@ -123,8 +128,8 @@ impl CacheState {
         {
             self.tainted = true;
         }
-        for st in analyze::analyze(sql) {
-            if st == Statementish::Setting {
+        for st in stmts {
+            if *st == Statementish::Setting {
                 self.sets.extend_from_slice(sql.as_bytes());
                 self.sets.push(0);
                 if lower.contains("search_path") {
@@ -143,7 +148,7 @@ impl CacheState {
 
     /// A Parse: remember what the statement writes.
     pub fn parse(&mut self, cache: &PgCache, s: &Session, name: &str, sql: &str) {
-        self.follow_settings(sql);
+        self.follow_settings(sql, &cache.analyze(sql));
         let e = cache.plan_effect(sql, &self.resolved(s));
         self.statements.insert(name.to_string(), e);
     }
@@ -216,10 +221,11 @@ mod tests {
     #[test]
     fn temp_tables_and_set_config_taint() {
         let mut c = CacheState::default();
-        c.follow_settings("CREATE TEMP TABLE x (a int)");
+        let follow = |c: &mut CacheState, sql: &str| c.follow_settings(sql, &super::super::analyze::analyze(sql));
+        follow(&mut c, "CREATE TEMP TABLE x (a int)");
         assert!(c.tainted);
         let mut c = CacheState::default();
-        c.follow_settings("SET TimeZone = 'UTC'");
+        follow(&mut c, "SET TimeZone = 'UTC'");
         assert!(!c.tainted && !c.sets.is_empty());
     }
 }

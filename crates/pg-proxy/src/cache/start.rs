@@ -113,16 +113,24 @@ fn catalog_loop(
                         .filter(|n| !refused.contains(n))
                         .collect();
                     cache.set_catalog(Catalog::new(tables));
-                    let added = !missing.is_empty();
+                    let mut added = !missing.is_empty();
                     if let (Some(conn), true) = (c.as_mut(), added) {
                         for name in missing {
                             let sql = format!("ALTER PUBLICATION {} ADD TABLE {name}", quote(&publication));
-                            if let Err(e) = conn.simple_query(&sql).await {
-                                log::warn!(
+                            match conn.simple_query(&sql).await {
+                                Ok(_) => {}
+                                // The follower has not made it yet: next round.
+                                Err(source_postgres::Error::PublicationMissing(_)) => {
+                                    added = false;
+                                    break;
+                                }
+                                Err(e) => {
+                                    log::warn!(
                                     "postgres proxy: {name} cannot be added to publication {publication} ({e}): its \
                                      reads are not cached (add it as its owner: {sql})"
                                 );
-                                refused.push(name);
+                                    refused.push(name);
+                                }
                             }
                         }
                     }

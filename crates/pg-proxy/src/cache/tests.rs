@@ -60,6 +60,7 @@ fn points_fill_hit_and_are_dropped_by_their_row() {
     assert!(c.lookup(&k5).is_none());
     // A fill that raced with a change to its table is refused.
     let Plan::Cached(k7, tags) = c.plan(&v, "SELECT abalance FROM accounts WHERE aid = 7") else { panic!() };
+    assert!(matches!(&tags[0].scope, Scope::Point(p) if p == "7"), "the memo puts this text's literal back");
     let fill = c.begin_fill(k7.clone(), tags).unwrap();
     c.apply(&change(9));
     c.finish_fill(fill, &reply());
