@@ -257,6 +257,12 @@ impl Reader {
     pub fn mid_message(&self) -> bool {
         self.passing > 0
     }
+
+    /// How many bytes of a long message are still to be relayed as they come (the next
+    /// [`Reader::scan`] passes them first, without showing them).
+    pub fn passing(&self) -> usize {
+        self.passing
+    }
 }
 
 /// Messages longer than this are relayed as their bytes arrive rather than buffered whole

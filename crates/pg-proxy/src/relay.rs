@@ -74,6 +74,8 @@ pub struct Flow {
     cache: CacheState,
     /// One action per unit in flight, in order.
     actions: VecDeque<Action>,
+    /// An extended batch is open (a Parse, Bind, Describe, Execute or Close since the last Sync).
+    batch_open: bool,
     /// Replies in flight.
     pending: u64,
     /// The oldest in-flight units with their start (timed when `--metrics-listen`).
@@ -195,8 +197,10 @@ async fn idle_stop(rx: &mut tokio::sync::watch::Receiver<bool>, flow: &Mutex<Flo
     }
 }
 
-/// Client to backend: every complete message (and long ones as they arrive) in one write;
-/// a simple Query the cache can answer is answered here instead (see [`query`]).
+/// Client to backend: every complete message (and long ones as they arrive) in one write.
+/// With the cache, a simple Query or a held extended batch it can answer is answered here
+/// instead ([`query`], [`held_sync`]): the hits are written first (nothing is in flight
+/// before a hit), then what goes to the server.
 async fn up(
     cr: &mut Reader,
     bw: &mut Writer,
@@ -205,6 +209,9 @@ async fn up(
     proxy: &Proxy,
 ) -> End {
     let c = &proxy.counters;
+    let caching = proxy.cache.is_some();
+    let mut out: Vec<u8> = Vec::new();
+    let mut hits: Vec<Vec<u8>> = Vec::new();
     loop {
         match cr.fill().await {
             Ok(n) => c.bytes_from_clients.fetch_add(n as u64, Ordering::Relaxed),
@@ -212,31 +219,65 @@ async fn up(
         };
         let now = c.start();
         let mut quit = false;
-        let mut hit: Option<(Vec<u8>, usize)> = None;
+        // The rest of a long message comes first, shown to no callback: relayed as it is.
+        let prefix = cr.passing().min(cr.buffered().len());
+        let (mut offset, mut long_from) = (prefix, None);
+        out.clear();
+        hits.clear();
+        if caching && prefix > 0 {
+            out.extend_from_slice(&cr.buffered()[..prefix]);
+        }
         let scanned = {
             let mut f = flow.lock();
             cr.scan(frontend_limit, |tag, body| {
+                let start = offset;
+                match body {
+                    Some(b) => offset += 5 + b.len(),
+                    None => long_from = Some(start),
+                }
+                // A held batch is released by anything that is not one of its messages.
+                if f.cache.held.holding && (body.is_none() || !matches!(tag, b'P' | b'B' | b'D' | b'E' | b'S')) {
+                    let held = f.cache.held.release();
+                    out.extend_from_slice(&held);
+                }
+                let mut forward = true;
                 match tag {
                     b'Q' => {
                         c.queries_simple.fetch_add(1, Ordering::Relaxed);
                         match query(&mut f, body, proxy) {
                             Answer::Hit(bytes) => {
-                                hit = Some((bytes, body.map_or(0, |b| b.len()) + 5));
-                                return false;
+                                hits.push(bytes);
+                                forward = false;
                             }
                             Answer::Forward(action) => f.sent_with(Unit::Simple, now, action),
                         }
                     }
                     b'S' => {
                         let t = f.batch_start.take().or(now);
-                        let effect = std::mem::take(&mut f.cache.batch);
-                        let action = if effect == Effect::None { Action::None } else { Action::Wrote(effect) };
-                        f.sent_with(Unit::Extended, t, action);
+                        f.batch_open = false;
+                        if f.cache.held.holding {
+                            match held_sync(&mut f, proxy) {
+                                Answer::Hit(bytes) => {
+                                    f.cache.held.release();
+                                    hits.push(bytes);
+                                    forward = false;
+                                }
+                                Answer::Forward(action) => {
+                                    let held = f.cache.held.release();
+                                    out.extend_from_slice(&held);
+                                    f.sent_with(Unit::Extended, t, action);
+                                }
+                            }
+                        } else {
+                            let effect = std::mem::take(&mut f.cache.batch);
+                            let action = if effect == Effect::None { Action::None } else { Action::Wrote(effect) };
+                            f.sent_with(Unit::Extended, t, action);
+                        }
                     }
                     b'F' => {
                         c.function_calls.fetch_add(1, Ordering::Relaxed);
                         // A function may write anything.
-                        let action = if proxy.cache.is_some() { Action::Wrote(Effect::All) } else { Action::None };
+                        let action = if caching { Action::Wrote(Effect::All) } else { Action::None };
                         f.sent_with(Unit::Function, now, action);
                     }
                     b'E' | b'P' | b'B' | b'D' | b'C' => {
@@ -245,18 +286,36 @@ async fn up(
                             b'P' => c.parses.fetch_add(1, Ordering::Relaxed),
                             _ => 0,
                         };
-                        if proxy.cache.is_some() {
-                            extended(&mut f, tag, body, proxy);
-                        }
                         if f.batch_start.is_none() {
                             f.batch_start = now;
                         }
+                        if caching {
+                            extended(&mut f, tag, body, proxy);
+                            if let (Some(b), true) = (body, tag != b'C') {
+                                let idle = f.pending == 0 && f.session.status == Some(TransactionStatus::Idle);
+                                let db = proxy.cache.as_ref().map_or("", |(_, d)| d.as_str());
+                                if !f.batch_open && idle && f.cache.may_hold(&f.session, db) {
+                                    f.cache.held.start();
+                                }
+                                if f.cache.held.holding {
+                                    f.cache.held.push(tag, b);
+                                    forward = false;
+                                }
+                            }
+                        }
+                        f.batch_open = true;
                     }
                     b'X' => {
                         quit = true;
+                        if let (true, Some(b)) = (caching, body) {
+                            push_message(&mut out, tag, b);
+                        }
                         return false;
                     }
                     _ => {} // Flush, COPY data/done/fail, password messages: relayed as they are
+                }
+                if let (true, true, Some(b)) = (caching, forward, body) {
+                    push_message(&mut out, tag, b);
                 }
                 true
             })
@@ -265,22 +324,70 @@ async fn up(
             Ok(len) => len,
             Err(e) => return End::ClientGarbage(format!("invalid message from the client: {e}")),
         };
-        let forward = len - hit.as_ref().map_or(0, |(_, n)| *n);
-        if forward > 0 {
-            if let Err(e) = bw.write(&cr.buffered()[..forward]).await {
+        if caching {
+            if let Some(from) = long_from {
+                out.extend_from_slice(&cr.buffered()[from..len]);
+            }
+            cr.consume(len);
+            for bytes in &hits {
+                if cw.lock().await.write(bytes).await.is_err() {
+                    return End::ClientGone;
+                }
+                c.bytes_to_clients.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                c.served(now, Unit::Simple);
+            }
+            if !out.is_empty() {
+                if let Err(e) = bw.write(&out).await {
+                    return End::BackendGone(e.to_string());
+                }
+            }
+        } else if len > 0 {
+            if let Err(e) = bw.write(&cr.buffered()[..len]).await {
                 return End::BackendGone(e.to_string());
             }
-        }
-        cr.consume(len);
-        if let Some((bytes, _)) = hit {
-            if cw.lock().await.write(&bytes).await.is_err() {
-                return End::ClientGone;
-            }
-            c.bytes_to_clients.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            c.served(now, Unit::Simple);
+            cr.consume(len);
         }
         if quit {
             return End::ClientQuit;
+        }
+    }
+}
+
+/// Appends one message (type byte, length, body).
+fn push_message(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    out.extend_from_slice(body);
+}
+
+/// A held extended batch at its Sync: a hit, a fill, or forwarded with what it writes.
+fn held_sync(f: &mut Flow, proxy: &Proxy) -> Answer {
+    let effect = std::mem::take(&mut f.cache.batch);
+    let wrote = if effect == Effect::None { Action::None } else { Action::Wrote(effect) };
+    let Some((cache, _)) = &proxy.cache else { return Answer::Forward(wrote) };
+    let Flow { cache: state, session, .. } = f;
+    match state.batch_plan(cache, session) {
+        Some(Plan::Cached(key, tags)) => match cache.lookup(&key) {
+            Some(bytes) => Answer::Hit(bytes),
+            None => match cache.begin_fill(key, tags) {
+                Some(fill) => Answer::Forward(Action::Fill {
+                    fill,
+                    reply: Vec::new(),
+                    shape: protocol_postgres::Reply::new(),
+                    whole: true,
+                }),
+                None => Answer::Forward(wrote),
+            },
+        },
+        Some(Plan::Forward(why)) => {
+            cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
+            Answer::Forward(wrote)
+        }
+        Some(Plan::Write(_)) => Answer::Forward(wrote),
+        // Not one statement into the unnamed portal with all rows, or not a read.
+        None => {
+            cache.counters.not_cacheable[crate::cache::reason_index("extended")].fetch_add(1, Ordering::Relaxed);
+            Answer::Forward(wrote)
         }
     }
 }
@@ -349,10 +456,6 @@ fn extended(f: &mut Flow, tag: u8, body: Option<&[u8]>, proxy: &Proxy) {
             Ok(p) if !other_db => {
                 let sql = String::from_utf8_lossy(p.query);
                 state.parse(cache, session, &String::from_utf8_lossy(p.name), &sql);
-                if cache.plan_effect(&sql, &[]) == Effect::None {
-                    cache.counters.not_cacheable[crate::cache::reason_index("extended")]
-                        .fetch_add(1, Ordering::Relaxed);
-                }
             }
             Ok(p) => state.parse_neutral(&String::from_utf8_lossy(p.name)),
             Err(_) => state.batch.and(Effect::All),

@@ -292,6 +292,8 @@ fn column_literal(col: &Expr, lit: &Expr) -> Option<(String, String)> {
         Expr::Value(v) => match &v.value {
             Value::Number(n, _) => n.clone(),
             Value::SingleQuotedString(s) => s.clone(),
+            // `$1`: the Bind's value (the extended protocol).
+            Value::Placeholder(p) if p.starts_with('$') => p.clone(),
             _ => return None,
         },
         Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => match expr.as_ref() {

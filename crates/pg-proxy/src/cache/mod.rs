@@ -16,6 +16,7 @@
 //! rendered, every `SET` the session ran, and the exact text.
 
 pub mod analyze;
+pub mod batch;
 pub mod catalog;
 pub mod digest;
 mod index;
@@ -74,6 +75,17 @@ pub struct View<'a> {
     pub settings: &'a [u8],
     /// `search_path`, resolved.
     pub search_path: &'a [String],
+}
+
+/// What an extended-protocol batch adds to a statement: its parameters (text; binary
+/// integers decoded) and the bytes of its Parse/Bind/Describe/Execute messages (the key:
+/// the same bytes get the same reply).
+#[derive(Default)]
+pub struct Extended {
+    /// Parameter values as text (None: NULL or not decodable).
+    pub params: Vec<Option<String>>,
+    /// The batch's messages but Sync (empty for a simple Query).
+    pub tail: Vec<u8>,
 }
 
 /// The cache's counters.
@@ -245,11 +257,13 @@ impl PgCache {
     /// What to do with one simple Query's text in this session.
     pub fn plan(&self, view: &View<'_>, sql: &str) -> Plan {
         let stmts = self.analyze(sql);
-        self.plan_statements(view, sql, &stmts)
+        self.plan_statements(view, sql, &stmts, &Extended::default())
     }
 
-    /// What to do with a simple Query whose statements are already analyzed.
-    pub fn plan_statements(&self, view: &View<'_>, sql: &str, stmts: &[Statementish]) -> Plan {
+    /// What to do with a statement whose analysis is `stmts`, run by a simple Query
+    /// (`ext` empty) or an extended-protocol batch (`ext`: its parameters and the bytes of
+    /// its messages, part of the key).
+    pub fn plan_statements(&self, view: &View<'_>, sql: &str, stmts: &[Statementish], ext: &Extended) -> Plan {
         let catalog = self.catalog();
         if let [Statementish::Read { tables, equals }] = stmts {
             let mut tags = Vec::with_capacity(tables.len());
@@ -259,13 +273,18 @@ impl PgCache {
                     return Plan::Forward("table");
                 }
                 let point = match (&t.key, tables.len()) {
-                    (Some((col, kind)), 1) => equals.iter().find(|(c, _)| c == col).and_then(|(_, v)| point(v, *kind)),
+                    (Some((col, kind)), 1) => equals.iter().find(|(c, _)| c == col).and_then(|(_, v)| {
+                        match v.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                            Some(n) => point(ext.params.get(n.checked_sub(1)?)?.as_deref()?, *kind),
+                            None => point(v, *kind),
+                        }
+                    }),
                     _ => None,
                 };
                 let scope = point.map_or(Scope::Table, Scope::Point);
                 tags.push(Tag { table: TableId::new(&t.schema, &t.name), scope });
             }
-            return Plan::Cached(self.key(view, sql), tags);
+            return Plan::Cached(self.key(view, sql, &ext.tail), tags);
         }
         let mut written: Vec<TableId> = Vec::new();
         let mut read_why = None;
@@ -297,16 +316,16 @@ impl PgCache {
     /// protocol, sessions the cache does not serve).
     pub fn plan_effect(&self, sql: &str, search_path: &[String]) -> session::Effect {
         let view = View { database: "", role: "", settings: b"", search_path };
-        match self.plan(&view, sql) {
+        match self.plan_statements(&view, sql, &self.analyze(sql), &Extended::default()) {
             Plan::Write(Some(t)) => session::Effect::Tables(t),
             Plan::Write(None) => session::Effect::All,
             Plan::Cached(..) | Plan::Forward(_) => session::Effect::None,
         }
     }
 
-    fn key(&self, view: &View<'_>, sql: &str) -> Key {
-        let mut bytes = Vec::with_capacity(sql.len() + view.settings.len() + 64);
-        for part in [view.database.as_bytes(), view.role.as_bytes(), view.settings] {
+    fn key(&self, view: &View<'_>, sql: &str, tail: &[u8]) -> Key {
+        let mut bytes = Vec::with_capacity(sql.len() + view.settings.len() + tail.len() + 64);
+        for part in [view.database.as_bytes(), view.role.as_bytes(), view.settings, tail] {
             bytes.extend_from_slice(&(part.len() as u32).to_le_bytes());
             bytes.extend_from_slice(part);
         }

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use super::analyze::Statementish;
+use super::batch::Held;
 use super::catalog;
 use super::index::TableId;
-use super::{PgCache, Plan, View};
+use super::{Extended, PgCache, Plan, View};
 use crate::session::Session;
 
 /// What a unit of work may change.
@@ -71,6 +72,10 @@ pub struct CacheState {
     portals: HashMap<String, Effect>,
     /// What the extended-protocol batch so far writes (applied at its Sync).
     pub batch: Effect,
+    /// Statement texts by name (the unnamed one too), for batches that bind them later.
+    texts: HashMap<String, String>,
+    /// The batch held back until its Sync (see [`Held`]).
+    pub held: Held,
 }
 
 impl CacheState {
@@ -107,7 +112,34 @@ impl CacheState {
         }
         let (settings, path) = self.view_parts(s);
         let view = View { database: &s.database, role: role(s), settings: &settings, search_path: &path };
-        cache.plan_statements(&view, sql, &stmts)
+        cache.plan_statements(&view, sql, &stmts, &Extended::default())
+    }
+
+    /// Whether a batch starting now may be held (cache eligible session: its database,
+    /// not tainted).
+    pub fn may_hold(&self, s: &Session, db: &str) -> bool {
+        !self.tainted && s.database == db
+    }
+
+    /// The held batch at its Sync: the plan of its statement (None: it is not of the
+    /// answerable shape, or its statement is unknown).
+    pub fn batch_plan(&mut self, cache: &PgCache, s: &Session) -> Option<Plan> {
+        if !self.held.answerable() {
+            return None;
+        }
+        let name = self.held.statement.clone()?;
+        let text = match &self.held.parse {
+            Some((n, t)) if *n == name => t.clone(),
+            _ => self.texts.get(&name)?.clone(),
+        };
+        let stmts = cache.analyze(&text);
+        if !matches!(stmts.as_slice(), [Statementish::Read { .. }]) {
+            return None;
+        }
+        let (settings, path) = self.view_parts(s);
+        let view = View { database: &s.database, role: role(s), settings: &settings, search_path: &path };
+        let ext = Extended { params: self.held.params.clone(), tail: self.held.bytes.clone() };
+        Some(cache.plan_statements(&view, &text, &stmts, &ext))
     }
 
     fn resolved(&self, s: &Session) -> Vec<String> {
@@ -149,6 +181,9 @@ impl CacheState {
     /// A Parse: remember what the statement writes.
     pub fn parse(&mut self, cache: &PgCache, s: &Session, name: &str, sql: &str) {
         self.follow_settings(sql, &cache.analyze(sql));
+        if self.texts.len() < 4096 || self.texts.contains_key(name) {
+            self.texts.insert(name.to_string(), sql.to_string());
+        }
         let e = cache.plan_effect(sql, &self.resolved(s));
         self.statements.insert(name.to_string(), e);
     }
@@ -174,7 +209,10 @@ impl CacheState {
     /// A Close of a statement ('S') or portal ('P').
     pub fn close(&mut self, kind: u8, name: &str) {
         match kind {
-            b'S' => self.statements.remove(name),
+            b'S' => {
+                self.texts.remove(name);
+                self.statements.remove(name)
+            }
             _ => self.portals.remove(name),
         };
     }
