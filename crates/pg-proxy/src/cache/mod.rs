@@ -243,9 +243,15 @@ impl PgCache {
                     equals: equals
                         .iter()
                         .filter_map(|(c, v)| {
-                            let (neg, v) = v.strip_prefix('-').map_or((false, v.as_str()), |r| (true, r));
-                            let lit = literals.get(digest::slot_of(v)?)?;
-                            Some((c.clone(), if neg { format!("-{lit}") } else { lit.clone() }))
+                            let (neg, s) = v.strip_prefix('-').map_or((false, v.as_str()), |r| (true, r));
+                            match digest::slot_of(s) {
+                                Some(i) => {
+                                    let lit = literals.get(i)?;
+                                    Some((c.clone(), if neg { format!("-{lit}") } else { lit.clone() }))
+                                }
+                                // `$1`: a parameter, resolved against the Bind.
+                                None => Some((c.clone(), v.clone())),
+                            }
                         })
                         .collect(),
                 },

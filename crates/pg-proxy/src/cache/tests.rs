@@ -71,6 +71,17 @@ fn points_fill_hit_and_are_dropped_by_their_row() {
 }
 
 #[test]
+fn parameters_are_points_too() {
+    let c = PgCache::new(4 << 20, 1 << 20);
+    c.set_catalog(catalog());
+    let path = vec!["public".to_string()];
+    let ext = Extended { params: vec![Some("12".into())], tail: b"B...".to_vec() };
+    let sql = "SELECT abalance FROM accounts WHERE aid = $1";
+    let Plan::Cached(_, tags) = c.plan_statements(&view(&path), sql, &c.analyze(sql), &ext) else { panic!() };
+    assert_eq!(tags[0].scope, Scope::Point("12".into()));
+}
+
+#[test]
 fn plans() {
     let c = PgCache::new(4 << 20, 1 << 20);
     c.set_catalog(catalog());
