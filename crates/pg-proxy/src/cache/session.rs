@@ -99,6 +99,7 @@ impl CacheState {
     pub fn query(&mut self, cache: &PgCache, s: &Session, db: &str, sql: &str) -> Plan {
         let stmts = cache.analyze(sql);
         self.follow_settings(sql, &stmts);
+        self.settings_in_transaction(s, &stmts);
         if s.database != db {
             // Another database: its WAL is not followed, and its writes change nothing cached.
             return Plan::Forward("session");
@@ -146,6 +147,15 @@ impl CacheState {
         catalog::search_path(self.path.as_deref().unwrap_or(DEFAULT_PATH), role(s))
     }
 
+    /// A SET inside a transaction may be rolled back (or end with it, `SET LOCAL`): the
+    /// settings part of the key could then name settings the session does not have, so
+    /// the session's reads are no longer cached.
+    fn settings_in_transaction(&mut self, s: &Session, stmts: &[Statementish]) {
+        if s.status != Some(protocol_postgres::TransactionStatus::Idle) && stmts.contains(&Statementish::Setting) {
+            self.tainted = true;
+        }
+    }
+
     /// Notes SET / RESET / DISCARD statements and what the cache cannot follow.
     fn follow_settings(&mut self, sql: &str, stmts: &[Statementish]) {
         // Plain reads (the hot path) set nothing.
@@ -180,7 +190,9 @@ impl CacheState {
 
     /// A Parse: remember what the statement writes.
     pub fn parse(&mut self, cache: &PgCache, s: &Session, name: &str, sql: &str) {
-        self.follow_settings(sql, &cache.analyze(sql));
+        let stmts = cache.analyze(sql);
+        self.follow_settings(sql, &stmts);
+        self.settings_in_transaction(s, &stmts);
         if self.texts.len() < 4096 || self.texts.contains_key(name) {
             self.texts.insert(name.to_string(), sql.to_string());
         }
