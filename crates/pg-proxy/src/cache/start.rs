@@ -94,6 +94,11 @@ fn catalog_loop(
         let mut c: Option<Connection> = None;
         let mut refused: Vec<String> = Vec::new();
         let mut failing = false;
+        // Tables added to the publication, by the snapshot xmax at that moment: a transaction
+        // that began before the ALTER is not in the WAL feed for them (pgoutput decides with
+        // the transaction's catalog snapshot), so they are cached only once every such
+        // transaction (prepared ones included) has ended.
+        let mut joining: std::collections::HashMap<(String, String), u64> = std::collections::HashMap::new();
         loop {
             if c.is_none() {
                 c = Connection::connect(&conn, false).await.ok();
@@ -105,20 +110,35 @@ fn catalog_loop(
             match read {
                 Ok(results) => {
                     failing = false;
-                    let tables = catalog::tables(results.first().map_or(&[][..], |r| &r.rows));
-                    let missing: Vec<String> = tables
+                    let mut tables = catalog::tables(results.first().map_or(&[][..], |r| &r.rows));
+                    let missing: Vec<(String, String, String)> = tables
                         .iter()
                         .filter(|t| t.publishable && !t.published)
-                        .map(|t| format!("{}.{}", quote(&t.schema), quote(&t.name)))
-                        .filter(|n| !refused.contains(n))
+                        .map(|t| (t.schema.clone(), t.name.clone(), format!("{}.{}", quote(&t.schema), quote(&t.name))))
+                        .filter(|(_, _, n)| !refused.contains(n))
                         .collect();
+                    if !joining.is_empty() {
+                        let xmin = match c.as_mut() {
+                            Some(c) => snapshot(c, "pg_snapshot_xmin").await,
+                            None => None,
+                        };
+                        joining.retain(|_, xmax| xmin.is_none_or(|x| x < *xmax));
+                        for t in tables.iter_mut() {
+                            if joining.contains_key(&(t.schema.clone(), t.name.clone())) {
+                                t.not_cached = Some("joined the publication: waiting for older transactions");
+                            }
+                        }
+                    }
                     cache.set_catalog(Catalog::new(tables));
                     let mut added = !missing.is_empty();
                     if let (Some(conn), true) = (c.as_mut(), added) {
-                        for name in missing {
+                        for (schema, table, name) in missing {
                             let sql = format!("ALTER PUBLICATION {} ADD TABLE {name}", quote(&publication));
                             match conn.simple_query(&sql).await {
-                                Ok(_) => {}
+                                Ok(_) => {
+                                    let xmax = snapshot(conn, "pg_snapshot_xmax").await.unwrap_or(u64::MAX);
+                                    joining.insert((schema, table), xmax);
+                                }
                                 // The follower has not made it yet: next round.
                                 Err(source_postgres::Error::PublicationMissing(_)) => {
                                     added = false;
@@ -155,6 +175,12 @@ fn catalog_loop(
             tokio::time::sleep(super::start::CATALOG_EVERY).await;
         }
     });
+}
+
+/// `pg_snapshot_xmin` or `pg_snapshot_xmax` of the current snapshot (None: not read).
+async fn snapshot(c: &mut Connection, which: &str) -> Option<u64> {
+    let r = c.simple_query(&format!("SELECT {which}(pg_current_snapshot())::text")).await.ok()?;
+    r.first()?.rows.first()?.first()?.as_deref()?.parse().ok()
 }
 
 fn quote(ident: &str) -> String {

@@ -26,6 +26,9 @@ use protocol_postgres::replication::pgoutput::{
 };
 use sql_source::{Change, RowsKind, TableSchema, Value};
 
+/// Row images one Change holds at most (consecutive changes of a table are merged up to it).
+const MERGE_ROWS: usize = 1024;
+
 /// Type OIDs of the integer types (`pg_type.oid`).
 const INT_TYPES: [u32; 3] = [20, 21, 23];
 /// Type OIDs reported as their text's bytes: bytea, name, text, bpchar, varchar, numeric, uuid.
@@ -188,11 +191,27 @@ impl Decoder {
             return;
         }
         let (db, table, schema) = (t.schema_name.clone(), t.name.clone(), t.schema.clone());
-        // Consecutive changes of one kind to one table share one Change, as a binlog event.
+        // Consecutive changes of one kind to one table share one Change, as a binlog event
+        // (an UPDATE of many rows is then a few changes, not one per row): updates keep their
+        // images in (before, after) pairs and the union of their changed columns.
         if let Some(Change::Rows { db: d, table: tb, rows: r, kind: k, .. }) = out.last_mut() {
-            if *d == db && *tb == table && *k == kind && !matches!(kind, RowsKind::Update(_)) {
-                r.extend(rows);
-                return;
+            if *d == db && *tb == table && r.len() < MERGE_ROWS {
+                match (k, &kind) {
+                    (RowsKind::Update(cols), RowsKind::Update(more)) => {
+                        for c in more {
+                            if !cols.contains(c) {
+                                cols.push(*c);
+                            }
+                        }
+                        r.extend(rows);
+                        return;
+                    }
+                    (k, kind) if k == kind => {
+                        r.extend(rows);
+                        return;
+                    }
+                    _ => {}
+                }
             }
         }
         out.push(Change::Rows { db, table, schema, rows, kind });

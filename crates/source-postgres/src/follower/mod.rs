@@ -71,6 +71,9 @@ pub(crate) struct Shared {
     pub(crate) commit_delay_ms: AtomicU64,
     /// When the last message was delivered (unix ms).
     pub(crate) last_message_ms: AtomicU64,
+    /// The commit time (unix ms) of the transaction being delivered (0: none): while a
+    /// large transaction streams in, the lag grows from its commit.
+    pub(crate) open_commit_ms: AtomicU64,
     /// The end of the last commit delivered, and of the last confirmed.
     pub(crate) received: AtomicU64,
     pub(crate) confirmed: AtomicU64,
@@ -95,6 +98,10 @@ impl Lag for Shared {
         if !self.connected.load(Relaxed) {
             return if broken == 0 { 0 } else { now.saturating_sub(broken) };
         }
+        let open = self.open_commit_ms.load(Relaxed);
+        if open != 0 {
+            return now.saturating_sub(open);
+        }
         // Idle for a second: nothing waits in the stream.
         if now.saturating_sub(self.last_message_ms.load(Relaxed)) > 1000 {
             return 0;
@@ -116,7 +123,9 @@ impl Follower {
     /// order, on that thread (keep it quick).
     pub fn spawn(cfg: FollowConfig, sink: impl Fn(Change) + Send + 'static) -> Follower {
         let shared = Arc::new(Shared::default());
-        shared.broken_at_ms.store(now_ms(), Relaxed);
+        // Never connected yet: as far behind as can be (a cache bound by the lag reads the
+        // table until the stream flows, from the very start).
+        shared.broken_at_ms.store(1, Relaxed);
         let (stop, stopped) = watch::channel(false);
         let sh = shared.clone();
         let slot = cfg.slot.clone();

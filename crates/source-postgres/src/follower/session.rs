@@ -37,6 +37,7 @@ pub(crate) async fn run(cfg: FollowConfig, sink: &dyn Fn(Change), sh: Arc<Shared
         let Err(e) = ended else { break };
         first = false;
         let reason = e.to_string();
+        sh.open_commit_ms.store(0, Relaxed);
         if sh.connected.swap(false, Relaxed) {
             sh.broken_at_ms.store(now_ms(), Relaxed);
             log::warn!("WAL of {}: stream lost ({reason}): reconnecting", cfg.backend);
@@ -90,10 +91,20 @@ async fn session(cfg: &FollowConfig, sink: &dyn Fn(Change), sh: &Shared, first: 
             sh.events.fetch_add(1, Relaxed);
             sh.last_message_ms.store(now_ms(), Relaxed);
             decoder.decode(&message, sh.bulk_rows.load(Relaxed), &mut out);
-            for c in out.drain(..) {
-                sink(c);
+            // A transaction's changes are delivered at its Commit (they arrive together: the
+            // server sends a transaction once committed), so consecutive row changes of a
+            // table merge into few Changes; at most 64 wait.
+            if matches!(message, LogicalMessage::Commit(_)) || out.len() >= 64 {
+                for c in out.drain(..) {
+                    sink(c);
+                }
+            }
+            if let LogicalMessage::Begin(b) = &message {
+                let commit_ms = (b.commit_time / 1000).saturating_add(PG_EPOCH_UNIX_SECS as i64 * 1000);
+                sh.open_commit_ms.store(commit_ms.max(1) as u64, Relaxed);
             }
             if let LogicalMessage::Commit(c) = message {
+                sh.open_commit_ms.store(0, Relaxed);
                 let commit_ms = (c.commit_time / 1000).saturating_add(PG_EPOCH_UNIX_SECS as i64 * 1000);
                 sh.commit_delay_ms.store(now_ms().saturating_sub(commit_ms.max(0) as u64), Relaxed);
                 sh.received.store(c.end_lsn.0, Relaxed);
