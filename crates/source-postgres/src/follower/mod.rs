@@ -13,7 +13,8 @@
 //! `Change::Disconnected`, then retried (backoff up to 1 s); `Change::Connected` when it
 //! flows again.
 //!
-//! Lag: how long before its delivery the last commit was made (0 once the stream is idle);
+//! Lag: how long before its delivery the last commit was made (0 once the stream is idle;
+//! while a transaction streams in, the time since its commit);
 //! while disconnected, the time since the stream broke. A second, ordinary connection
 //! reads the slot's `wal_status` and the WAL it holds every [`MONITOR`] (`wal_status`,
 //! `wal_retained_bytes`).
