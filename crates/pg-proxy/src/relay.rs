@@ -360,6 +360,28 @@ fn push_message(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
+/// A cacheable read: the stored reply, or forwarded as a fill (or with `otherwise` when
+/// the cache takes no fill now).
+fn hit_or_fill(
+    cache: &crate::cache::PgCache,
+    key: crate::cache::Key,
+    tags: Vec<crate::cache::Tag>,
+    otherwise: Action,
+) -> Answer {
+    match cache.lookup(&key) {
+        Some(bytes) => Answer::Hit(bytes),
+        None => match cache.begin_fill(key, tags) {
+            Some(fill) => Answer::Forward(Action::Fill {
+                fill,
+                reply: Vec::new(),
+                shape: protocol_postgres::Reply::new(),
+                whole: true,
+            }),
+            None => Answer::Forward(otherwise),
+        },
+    }
+}
+
 /// A held extended batch at its Sync: a hit, a fill, or forwarded with what it writes.
 fn held_sync(f: &mut Flow, proxy: &Proxy) -> Answer {
     let effect = std::mem::take(&mut f.cache.batch);
@@ -367,18 +389,7 @@ fn held_sync(f: &mut Flow, proxy: &Proxy) -> Answer {
     let Some((cache, _)) = &proxy.cache else { return Answer::Forward(wrote) };
     let Flow { cache: state, session, .. } = f;
     match state.batch_plan(cache, session) {
-        Some(Plan::Cached(key, tags)) => match cache.lookup(&key) {
-            Some(bytes) => Answer::Hit(bytes),
-            None => match cache.begin_fill(key, tags) {
-                Some(fill) => Answer::Forward(Action::Fill {
-                    fill,
-                    reply: Vec::new(),
-                    shape: protocol_postgres::Reply::new(),
-                    whole: true,
-                }),
-                None => Answer::Forward(wrote),
-            },
-        },
+        Some(Plan::Cached(key, tags)) => hit_or_fill(cache, key, tags, wrote),
         Some(Plan::Forward(why)) => {
             cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
             Answer::Forward(wrote)
@@ -413,18 +424,7 @@ fn query(f: &mut Flow, body: Option<&[u8]>, proxy: &Proxy) -> Answer {
     let idle = f.pending == 0 && f.session.status == Some(protocol_postgres::TransactionStatus::Idle);
     let Flow { cache: state, session, .. } = f;
     match state.query(cache, session, db, text) {
-        Plan::Cached(key, tags) if idle => match cache.lookup(&key) {
-            Some(bytes) => Answer::Hit(bytes),
-            None => match cache.begin_fill(key, tags) {
-                Some(fill) => Answer::Forward(Action::Fill {
-                    fill,
-                    reply: Vec::new(),
-                    shape: protocol_postgres::Reply::new(),
-                    whole: true,
-                }),
-                None => Answer::Forward(Action::None),
-            },
-        },
+        Plan::Cached(key, tags) if idle => hit_or_fill(cache, key, tags, Action::None),
         Plan::Cached(..) => {
             cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
             Answer::Forward(Action::None)
