@@ -4,6 +4,49 @@
 
 use crate::config::{split_column_list, CachePolicy, ContainerDef, OptionsConfig, PluginRows, Policy, Record};
 
+/// The plugin's tables a backend reads, given those present in its schema (`present`), each
+/// with the SELECT that reads it in `d`'s quoting; None without a `containers` table.
+pub(crate) fn reads(d: crate::sql::Dialect, present: &[String]) -> Option<Vec<(PluginTable, String)>> {
+    let has = |t: &str| present.iter().any(|p| p == t);
+    if !has("containers") {
+        return None;
+    }
+    let select = |t: &str, order: Option<&str>| {
+        let order = order.map_or(String::new(), |c| format!(" ORDER BY {}", d.quote(c)));
+        format!("SELECT * FROM {}{order}", d.qualified("innodb_memcache", t))
+    };
+    let mut out = vec![(PluginTable::Containers, select("containers", Some("name")))];
+    if has("cache_policies") {
+        out.push((PluginTable::CachePolicies, select("cache_policies", Some("policy_name"))));
+    }
+    if has("config_options") {
+        out.push((PluginTable::ConfigOptions, select("config_options", None)));
+    }
+    Some(out)
+}
+
+/// One of the plugin's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PluginTable {
+    /// `containers`.
+    Containers,
+    /// `cache_policies`.
+    CachePolicies,
+    /// `config_options`.
+    ConfigOptions,
+}
+
+impl PluginRows {
+    /// Keeps the rows read from table `t`.
+    pub(crate) fn set(&mut self, t: PluginTable, rows: Vec<Record>) {
+        match t {
+            PluginTable::Containers => self.containers = rows,
+            PluginTable::CachePolicies => self.cache_policies = rows,
+            PluginTable::ConfigOptions => self.config_options = rows,
+        }
+    }
+}
+
 fn field<'a>(r: &'a Record, name: &str) -> Option<&'a str> {
     r.get(name).and_then(|v| v.as_deref()).map(str::trim).filter(|s| !s.is_empty())
 }

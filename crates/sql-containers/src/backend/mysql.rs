@@ -346,20 +346,10 @@ async fn plugin_rows(sh: &Shared, c: &mut Conn) -> Result<Option<PluginRows>, St
     .iter()
     .filter_map(|r| val_string(r.as_ref(0)))
     .collect::<Vec<String>>();
-    let has = |t: &str| present.iter().any(|p| p == t);
-    if !has("containers") {
-        return Ok(None);
-    }
-    let mut rows = PluginRows {
-        containers: records(sh, c, "SELECT * FROM `innodb_memcache`.`containers` ORDER BY `name`").await?,
-        ..PluginRows::default()
-    };
-    if has("cache_policies") {
-        rows.cache_policies =
-            records(sh, c, "SELECT * FROM `innodb_memcache`.`cache_policies` ORDER BY `policy_name`").await?;
-    }
-    if has("config_options") {
-        rows.config_options = records(sh, c, "SELECT * FROM `innodb_memcache`.`config_options`").await?;
+    let Some(reads) = crate::plugin::reads(Dialect::Mysql, &present) else { return Ok(None) };
+    let mut rows = PluginRows::default();
+    for (table, sql) in reads {
+        rows.set(table, records(sh, c, &sql).await?);
     }
     Ok(Some(rows))
 }

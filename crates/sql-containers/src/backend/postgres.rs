@@ -296,20 +296,10 @@ async fn plugin_rows(sh: &PgShared, c: &mut PgConn) -> Result<Option<PluginRows>
     .iter()
     .map(|r| cell(r, 0))
     .collect();
-    let has = |t: &str| present.iter().any(|p| p == t);
-    if !has("containers") {
-        return Ok(None);
-    }
-    let mut rows = PluginRows {
-        containers: records(c, sh, "SELECT * FROM \"innodb_memcache\".\"containers\" ORDER BY \"name\"").await?,
-        ..PluginRows::default()
-    };
-    if has("cache_policies") {
-        rows.cache_policies =
-            records(c, sh, "SELECT * FROM \"innodb_memcache\".\"cache_policies\" ORDER BY \"policy_name\"").await?;
-    }
-    if has("config_options") {
-        rows.config_options = records(c, sh, "SELECT * FROM \"innodb_memcache\".\"config_options\"").await?;
+    let Some(reads) = crate::plugin::reads(Dialect::Postgres, &present) else { return Ok(None) };
+    let mut rows = PluginRows::default();
+    for (table, sql) in reads {
+        rows.set(table, records(c, sh, &sql).await?);
     }
     Ok(Some(rows))
 }
