@@ -34,10 +34,17 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
     let mut out: Vec<u8> = Vec::new();
     let idle = shared.cfg.idle_timeout;
     loop {
-        // Stopping: a client that keeps the socket busy still stops at a request
-        // boundary (an idle one sees the end of the stream: Shared::drain).
-        if shared.shutting_down.load(Ordering::Relaxed) {
-            break;
+        // Stopping: the socket's reading side is shut down (by Shared::drain, or here for
+        // one accepted meanwhile), so a read gets what reached it before (noreply writes
+        // included) and then the end of the stream: a client that keeps the socket busy
+        // stops at the first request boundary where nothing more is waiting.
+        let stopping = shared.shutting_down.load(Ordering::Relaxed);
+        if stopping {
+            // SAFETY: the connection's own socket, open while it is served.
+            unsafe { libc::shutdown(info.fd.load(Ordering::SeqCst), libc::SHUT_RD) };
+            if S::LENDS && rbuf.capacity() == 0 {
+                rbuf = rbuf::take();
+            }
         }
         if S::LENDS && rbuf.capacity() == 0 {
             // Nothing buffered: wait for input without a buffer, then borrow one.
@@ -56,7 +63,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Idle>(
             rbuf.reserve(READ_CHUNK.max(rbuf.capacity()));
         }
         let read = sock.read_buf(&mut rbuf);
-        let n = if idle > 0 {
+        let n = if idle > 0 && !stopping {
             match tokio::time::timeout(Duration::from_secs(idle), read).await {
                 Ok(r) => r,
                 Err(_) => break,

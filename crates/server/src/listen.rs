@@ -97,12 +97,10 @@ const TOO_MANY: &[u8] = b"ERROR Too many open connections\r\n";
 /// Accept TCP connections forever on this thread; `tls`: they start with a TLS handshake.
 pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<Workers>) {
     let local = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default();
+    shared.listeners.lock().push(std::os::fd::AsRawFd::as_raw_fd(&l));
     loop {
         match l.accept() {
             Ok((mut s, peer)) => {
-                if shared.shutting_down.load(Ordering::SeqCst) {
-                    continue; // stopping: closed unanswered
-                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;
@@ -120,12 +118,10 @@ pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<W
 
 /// Accept Unix-socket connections forever on this thread.
 pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: Arc<Workers>) {
+    shared.listeners.lock().push(std::os::fd::AsRawFd::as_raw_fd(&l));
     loop {
         match l.accept() {
             Ok((mut s, _)) => {
-                if shared.shutting_down.load(Ordering::SeqCst) {
-                    continue; // stopping: closed unanswered
-                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;

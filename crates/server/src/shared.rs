@@ -64,6 +64,8 @@ pub struct Shared {
     pub conns: Mutex<BTreeMap<u64, Arc<ConnInfo>>>,
     /// Next connection id.
     pub next_conn: AtomicU64,
+    /// The memcached listening sockets: a stop waits until their backlog is accepted.
+    pub listeners: Mutex<Vec<std::os::fd::RawFd>>,
     /// Set when a shutdown was requested.
     pub shutting_down: AtomicBool,
     /// Wakes the main thread for shutdown.
@@ -112,6 +114,7 @@ impl Shared {
             rejected_connections: AtomicU64::new(0),
             conns: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
+            listeners: Mutex::new(Vec::new()),
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
@@ -142,10 +145,11 @@ impl Shared {
         }
     }
 
-    /// Stop serving: new connections are closed at accept, and each open connection
-    /// closes once the requests it has read are answered (and acknowledged by the disk
-    /// tier): its socket's reading side is shut down, so its next read sees the end of
-    /// the stream, and nothing is added to the request path. Waits until every
+    /// Stop serving: each open connection (and one accepted meanwhile) closes once the
+    /// requests that reached its socket before are answered (and acknowledged by the disk
+    /// tier; noreply writes included): its socket's reading side is shut down, so a read
+    /// after what is buffered sees the end of the stream, and a connection stops at the
+    /// first request boundary where nothing more is waiting. Waits until every
     /// connection is gone or `limit` has passed; returns how many were still open.
     pub fn drain(&self, limit: std::time::Duration) -> usize {
         self.shutting_down.store(true, Ordering::SeqCst);
@@ -157,13 +161,27 @@ impl Shared {
             }
         }
         let deadline = std::time::Instant::now() + limit;
+        // Quiet twice in a row, 2 ms apart: an accept thread between its accept and its
+        // count is not missed.
+        let mut quiet = 0;
         loop {
             let open = self.curr_connections.load(Ordering::SeqCst);
-            if open == 0 || std::time::Instant::now() >= deadline {
+            quiet = if open == 0 && !self.backlog() { quiet + 1 } else { 0 };
+            if quiet == 2 || std::time::Instant::now() >= deadline {
                 return open;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+    }
+
+    /// Whether a listening socket has connections the kernel accepted and we did not yet
+    /// (a client may have sent its requests on one before the stop).
+    fn backlog(&self) -> bool {
+        let mut fds: Vec<libc::pollfd> =
+            self.listeners.lock().iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        // SAFETY: `fds` is a valid array of its length; listening sockets stay open until exit.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        n > 0 && fds.iter().any(|p| p.revents & libc::POLLIN != 0)
     }
 
     /// A connection is about to close its socket: forget its descriptor first.

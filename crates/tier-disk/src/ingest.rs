@@ -67,7 +67,12 @@ pub(crate) fn ingest(s: &Shared, job: Job) -> Result<(), String> {
     // Even with nothing frozen, fjall's `meta` must now say `upto` (a `flush_all` with a
     // delay, say, is only in the log files this deletes).
     s.store.ingest(&frozen, s.opts.disk_limit > 0, &mut meta, job.upto)?;
-    s.meta.lock().bytes = meta.bytes;
+    {
+        // The shared accounting learns what fjall now holds (the clean stop records it).
+        let mut shared = s.meta.lock();
+        shared.bytes = meta.bytes;
+        shared.ingested = shared.ingested.max(meta.ingested);
+    }
     s.counters.bytes.store(meta.bytes, Ordering::Relaxed);
     s.counters.ingestions.fetch_add(1, Ordering::Relaxed);
     // In fjall now: reads go there (and eviction must see them as fjall's).

@@ -198,12 +198,6 @@ impl UConn {
         }
         self.session.received(env.shared, env.stats, data.len());
         self.last_input = env.now;
-        if env.shared.shutting_down.load(Ordering::Relaxed) {
-            // Stopping: a client that keeps sending stops at a request boundary; what was
-            // answered is sent first.
-            self.closing = Closing::AfterReplies;
-            return self.drive(env, q);
-        }
         if self.input.is_empty() && !self.blocked() && !self.yielded {
             // The usual case: run the requests straight from the kernel's buffer.
             let used = self.run(env, data);

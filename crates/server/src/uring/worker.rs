@@ -334,12 +334,11 @@ impl<'a> Worker<'a> {
     /// A connection from the accept thread: a slot, a session, a receive armed.
     fn accept(&mut self, q: &mut Queue<'_>, now: u32, n: NewConn) {
         let fd: RawFd = n.fd.into_raw_fd();
-        if self.shared.shutting_down.load(std::sync::atomic::Ordering::Relaxed) {
-            self.shared.closing(&n.info);
-            // SAFETY: the socket just handed over, not used by anything yet.
-            unsafe { libc::close(fd) };
-            self.shared.conn_gone(n.id);
-            return;
+        if self.shared.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+            // Accepted during a stop (Shared::drain shut the others' reading side): it is
+            // served for what it sent before, then sees the end of the stream.
+            // SAFETY: the socket just handed over, open.
+            unsafe { libc::shutdown(fd, libc::SHUT_RD) };
         }
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot { gen: 0, conn: None });
