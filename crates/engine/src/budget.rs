@@ -34,14 +34,16 @@ pub enum Share {
     DiskWrites,
     /// The MySQL query cache's results.
     QueryCache,
+    /// The PostgreSQL query cache's results.
+    PgQueryCache,
     /// The SQL containers' memory copies (cache_only / caching).
     Containers,
 }
 
 impl Share {
     /// Every share, in the order `stats` shows them.
-    pub const ALL: [Share; 5] =
-        [Share::Items, Share::DiskCache, Share::DiskWrites, Share::QueryCache, Share::Containers];
+    pub const ALL: [Share; 6] =
+        [Share::Items, Share::DiskCache, Share::DiskWrites, Share::QueryCache, Share::PgQueryCache, Share::Containers];
 
     /// The share's name in `stats` (`memory_<name>`).
     pub fn name(self) -> &'static str {
@@ -50,6 +52,7 @@ impl Share {
             Share::DiskCache => "disk_cache",
             Share::DiskWrites => "disk_writes",
             Share::QueryCache => "query_cache",
+            Share::PgQueryCache => "pg_query_cache",
             Share::Containers => "containers",
         }
     }
@@ -63,9 +66,9 @@ const ITEMS_FLOOR_DIV: usize = 16;
 #[derive(Debug)]
 pub struct Budget {
     total: AtomicUsize,
-    used: [AtomicUsize; 5],
+    used: [AtomicUsize; 6],
     /// The most each share may hold (what its owner bounds it by; 0 for items: the rest).
-    caps: [AtomicUsize; 5],
+    caps: [AtomicUsize; 6],
 }
 
 impl Budget {

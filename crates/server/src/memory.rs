@@ -94,6 +94,9 @@ pub fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
     if let Some(qc) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
         b.set_cap(Share::QueryCache, qc.config().size);
     }
+    if let Some((pc, _)) = shared.postgres.as_ref().and_then(|p| p.cache.as_ref()) {
+        b.set_cap(Share::PgQueryCache, pc.memory().1);
+    }
     balance(shared);
     let weak = Arc::downgrade(shared);
     std::thread::Builder::new().name("memory".into()).spawn(move || run(weak)).map(|_| ())
@@ -126,6 +129,9 @@ pub fn balance(shared: &Shared) -> bool {
     }
     if let Some(qc) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
         b.set_used(Share::QueryCache, qc.stats().bytes as usize);
+    }
+    if let Some((pc, _)) = shared.postgres.as_ref().and_then(|p| p.cache.as_ref()) {
+        b.set_used(Share::PgQueryCache, pc.memory().0);
     }
     if let Some(sql) = shared.sql.as_ref().and_then(|s| s.get()) {
         b.set_used(Share::Containers, sql.memory_used());

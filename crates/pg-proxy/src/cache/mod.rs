@@ -133,6 +133,8 @@ pub struct PgCache {
     fresh: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// Results larger than this are not kept.
     limit: usize,
+    /// `--pg-query-cache-size`: what results and their tags may take.
+    size: usize,
     /// The counters.
     pub counters: Counters,
     hasher: std::hash::RandomState,
@@ -171,6 +173,7 @@ impl PgCache {
             online: AtomicBool::new(false),
             fresh: OnceLock::new(),
             limit,
+            size,
             counters: Counters::default(),
             hasher: std::hash::RandomState::new(),
             memo: RwLock::new(std::collections::HashMap::new()),
@@ -498,6 +501,11 @@ impl PgCache {
         sink.stat("pg_query_cache_bytes", Kind::Gauge, &bytes);
         let cat = self.catalog();
         sink.stat("pg_query_cache_tables", Kind::Gauge, &cat.all().filter(|t| t.not_cached.is_none()).count());
+    }
+
+    /// Its share of the memory budget: (bytes its results take now, its bound).
+    pub fn memory(&self) -> (usize, usize) {
+        (self.engine.mem_used(), self.size)
     }
 
     /// Results stored now, and the bytes they take.
