@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/containers.sh: SQL containers (--containers) vs plain SQL on MariaDB, seed 003's table.
+# bench/containers.sh: SQL containers (--containers) vs plain SQL on MariaDB and PostgreSQL,
+# seed 003's table.
 # A benchmark, not a test: asserts nothing, not part of CI.
 #
 #   bench/containers.sh                      # 100k rows, 8 s per point, 8/32/128 conns: ~4-5 min
@@ -18,6 +19,12 @@
 #          innodb_only, the default container for plain keys): loadgen `set key:N` / `get key:N`
 #          on C vs on B, time-sliced (--addr C,B). The InnoDB plugin's real advantage was being
 #          in-process; this is sqlcached's in-process backend against its own memory.
+#   pg   : a throw-away PostgreSQL 15 (scripts/postgres.sh: fsync and synchronous_commit on)
+#          with the same table and rows, sqlcached D with `kind = "postgres"` containers (demo
+#          innodb_only, democ caching: the default container, its copy kept fresh from the WAL):
+#          set/get `@@demo.key:N` vs sysbench --db-driver=pgsql's prepared INSERT ... ON
+#          CONFLICT DO UPDATE / SELECT (issue 40: get >= 2x, set >= 3x at 128 connections), and
+#          `get key:N` on democ (warmed by a scan) vs the innodb_only get (caching >= 2x).
 # Output: a markdown table on stdout and in bench/results/containers-<ts>.md (raw lines in .log).
 #
 # Environment: KEYS (100000) DURATION (8 s) WARMUP (1 s) CONNS ("8 32 128") VALUE_SIZE (100)
@@ -26,10 +33,11 @@
 #   group commit; leave unset for binaries older than them) W_BATCH (1,
 #   w_batch_size: 1 = commit before each reply, as sysbench's autocommit) LG_THREADS (1)
 #   SQLCACHED_BIN (target/release/sqlcached) KEEP=1 keeps the work dir (MariaDB datadir).
-#   PARTS ("set get cache sqlite": which of the measurements to run; bench/seeds/e003 runs "set"
+#   PARTS ("set get cache sqlite pg": which of the measurements to run; bench/seeds/e003 runs "set"
 #   alone for its second batch size). SQLITE_SYNC (full: PRAGMA synchronous of the SQLite
 #   writer, "full" fsyncs every commit, "normal" survives a crash but not power loss).
-# Needs: mariadbd (scripts/mariadb.sh installs it), sysbench (Debian), cargo (for loadgen).
+# Needs: mariadbd (scripts/mariadb.sh installs it), PostgreSQL 15 (scripts/postgres.sh), sysbench
+# (Debian, built with its pgsql driver), cargo (for loadgen).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,7 +53,7 @@ KEYS=${KEYS:-100000}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-"8 32 128"}
-PARTS=${PARTS:-"set get cache sqlite"}
+PARTS=${PARTS:-"set get cache sqlite pg"}
 SQLITE_SYNC=${SQLITE_SYNC:-full}
 VALUE_SIZE=${VALUE_SIZE:-100}
 SERVER_THREADS=${SERVER_THREADS:-2}
@@ -74,10 +82,12 @@ BIN_SHA=$(sha256sum "$WORK/sqlcached" | cut -c1-12)
 
 # ---- processes (only ours, by pid)
 DB_DIR=$WORK/mariadb
-PID_A="" PID_B="" PID_C=""
+PG_DIR=$WORK/postgres
+PID_A="" PID_B="" PID_C="" PID_D=""
 cleanup() {
-  stop_pids $PID_A $PID_B $PID_C
+  stop_pids $PID_A $PID_B $PID_C $PID_D
   bash "$ROOT/scripts/mariadb.sh" stop "$DB_DIR" >/dev/null 2>&1 || true
+  [[ -d "$PG_DIR" ]] && bash "$ROOT/scripts/postgres.sh" stop "$PG_DIR" >/dev/null 2>&1 || true
   if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
 }
 trap cleanup EXIT
@@ -92,28 +102,9 @@ wait_port() { # PORT PID LOG
   die "port $1 not open after 10 s"
 }
 
-DB_PORT=$(pick_port)
-log "starting MariaDB in $DB_DIR on 127.0.0.1:$DB_PORT"
-bash "$ROOT/scripts/mariadb.sh" start "$DB_DIR" "$DB_PORT" >"$WORK/mariadb.start" 2>&1 ||
-  { cat "$WORK/mariadb.start" >&2; die "mariadb did not start"; }
-DB_USER=${MARIADB_USER:-sqlcached}
-DB_PASS=${MARIADB_PASSWORD:-sqlcached-test}
-DB_VERSION=$(mariadbd --version 2>/dev/null | awk '{print $3}' || true)
-sql() { mariadb --no-defaults --protocol=socket --socket="$DB_DIR/mysqld.sock" -uroot "$@"; }
-
-log "creating bench.demo_test with $KEYS rows ($VALUE_SIZE-byte values)"
 # c2 = the key's 8 digits + the same filler loadgen writes ('abc...' from offset 8)
 FILLER=$(python3 -c "import sys; n=int(sys.argv[1]); print(''.join(chr(97+i%26) for i in range(n))[8:])" "$VALUE_SIZE")
-sql <<SQL
-CREATE DATABASE IF NOT EXISTS bench;
-USE bench;
-DROP TABLE IF EXISTS demo_test;
-CREATE TABLE demo_test (c1 VARCHAR(32) PRIMARY KEY, c2 VARCHAR(1024), c3 INT,
-  c4 BIGINT UNSIGNED, c5 INT) ENGINE=InnoDB;
-INSERT INTO demo_test SELECT CONCAT('key:', LPAD(seq, 8, '0')), CONCAT(LPAD(seq, 8, '0'), '$FILLER'),
-  0, 1, 0 FROM seq_0_to_$((KEYS - 1));
-SQL
-[[ "$(sql -N -e 'SELECT COUNT(*) FROM bench.demo_test')" == "$KEYS" ]] || die "preload failed"
+has_part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # container NAME POLICY: a [[container]] on demo_test (both TOML files below)
 container() {
@@ -130,6 +121,30 @@ unique_index = "PRIMARY"
 policy = "$2"
 TOML
 }
+
+DB_PORT="" DB_USER="" DB_PASS="" DB_VERSION="" PORT_A=""
+if has_part set || has_part get || has_part cache; then
+DB_PORT=$(pick_port)
+log "starting MariaDB in $DB_DIR on 127.0.0.1:$DB_PORT"
+bash "$ROOT/scripts/mariadb.sh" start "$DB_DIR" "$DB_PORT" >"$WORK/mariadb.start" 2>&1 ||
+  { cat "$WORK/mariadb.start" >&2; die "mariadb did not start"; }
+DB_USER=${MARIADB_USER:-sqlcached}
+DB_PASS=${MARIADB_PASSWORD:-sqlcached-test}
+DB_VERSION=$(mariadbd --version 2>/dev/null | awk '{print $3}' || true)
+sql() { mariadb --no-defaults --protocol=socket --socket="$DB_DIR/mysqld.sock" -uroot "$@"; }
+
+log "creating bench.demo_test with $KEYS rows ($VALUE_SIZE-byte values)"
+sql <<SQL
+CREATE DATABASE IF NOT EXISTS bench;
+USE bench;
+DROP TABLE IF EXISTS demo_test;
+CREATE TABLE demo_test (c1 VARCHAR(32) PRIMARY KEY, c2 VARCHAR(1024), c3 INT,
+  c4 BIGINT UNSIGNED, c5 INT) ENGINE=InnoDB;
+INSERT INTO demo_test SELECT CONCAT('key:', LPAD(seq, 8, '0')), CONCAT(LPAD(seq, 8, '0'), '$FILLER'),
+  0, 1, 0 FROM seq_0_to_$((KEYS - 1));
+SQL
+[[ "$(sql -N -e 'SELECT COUNT(*) FROM bench.demo_test')" == "$KEYS" ]] || die "preload failed"
+
 
 cat >"$WORK/containers.toml" <<TOML
 [backend]
@@ -158,6 +173,7 @@ PORT_A=$(pick_port)
   --containers "$WORK/containers.toml" >"$WORK/sqlcached-a.log" 2>&1 &
 PID_A=$!
 wait_port "$PORT_A" "$PID_A" "$WORK/sqlcached-a.log"
+fi
 PORT_B=$(pick_port)
 while [[ "$PORT_B" == "$PORT_A" ]]; do PORT_B=$(pick_port); done
 "$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_B" -U 0 -m 1024 -t "$SERVER_THREADS" >"$WORK/sqlcached-b.log" 2>&1 &
@@ -167,6 +183,13 @@ log "sqlcached A (containers) :$PORT_A pid $PID_A, B (memory only) :$PORT_B pid 
 
 lg() { timeout --kill-after=5 "$1" "$LOADGEN" "${@:2}"; }
 LGT=$((DURATION * 2 + WARMUP * 2 + 60))
+
+# mc_stats PORT: the `stats` lines of the server on PORT
+mc_stats() {
+  timeout 5 python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); s.sendall(b"stats\r\n"); b=b""
+while not b.endswith(b"END\r\n"): b+=s.recv(65536)
+sys.stdout.write(b.decode())' "$1"
+}
 
 # kv LINE KEY: value of KEY=... in a RESULT line
 kv() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -1; }
@@ -180,11 +203,18 @@ loadgen_point() {
   grep '^RESULT' <<<"$out" | sed "s/^/$1 conns=$2 /" | tee -a "$RAW" | sed 's/^[^ ]* conns=[0-9]* //'
 }
 
-# sysbench_point NAME CONNS MODE: prints "ops_s=.. p50_us=.. p95_us=.. p99_us=.. errors=.."
+# sysbench_point NAME CONNS MODE [pg]: prints "ops_s=.. p50_us=.. p95_us=.. p99_us=.. errors=.."
+# (on MariaDB, or with "pg" on the PostgreSQL of the pg part)
 sysbench_point() {
-  local out
-  out=$(timeout --kill-after=5 "$LGT" sysbench "$LUA" --db-driver=mysql --mysql-host=127.0.0.1 \
-    --mysql-port="$DB_PORT" --mysql-user="$DB_USER" --mysql-password="$DB_PASS" --mysql-db=bench \
+  local out db
+  if [[ "${4:-}" == pg ]]; then
+    db=(--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PG_PORT" --pgsql-user="$PG_USER"
+      --pgsql-password="$PG_PASS" --pgsql-db=bench)
+  else
+    db=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$DB_PORT" --mysql-user="$DB_USER"
+      --mysql-password="$DB_PASS" --mysql-db=bench)
+  fi
+  out=$(timeout --kill-after=5 "$LGT" sysbench "$LUA" "${db[@]}" \
     --db-ps-mode=auto --threads="$2" --time="$DURATION" \
     --percentile=95 --histogram=on --report-interval=0 --rand-type=uniform --rand-seed=1 \
     --mode="$3" --keys="$KEYS" --value_size="$VALUE_SIZE" run 2>&1) ||
@@ -220,8 +250,6 @@ row() {
   e1=$(kv "$a" errors); e2=$(kv "$b" errors); h=$(kv "$a" hits); k=$(kv "$a" keys)
   log "$1 conns=$2: $5 $(fmt_ops "$ao") ops/s (errors=${e1:-na} hits=${h:-na}/${k:-na}) vs $6 $(fmt_ops "$bo") (errors=${e2:-na}) -> $(ratio "$ao" "$bo")x"
 }
-
-has_part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 START=$(date +%s)
 has_part set && for c in $CONNS; do
@@ -300,12 +328,88 @@ for op in get set; do
 done
 }
 
+has_part pg && {
+PG_PORT=$(pick_port)
+log "starting PostgreSQL in $PG_DIR on 127.0.0.1:$PG_PORT"
+bash "$ROOT/scripts/postgres.sh" start "$PG_DIR" "$PG_PORT" >"$WORK/postgres.start" 2>&1 ||
+  { cat "$WORK/postgres.start" >&2; die "postgres did not start"; }
+PG_USER=${POSTGRES_USER:-sqlcached}
+PG_PASS=${POSTGRES_PASSWORD:-sqlcached-test}
+PG_VERSION=$(/usr/lib/postgresql/15/bin/postgres --version | awk '{print $3}')
+psql_pg() { bash "$ROOT/scripts/postgres.sh" psql "$PG_DIR" -v ON_ERROR_STOP=1 -q "$@"; }
+log "creating demo_test in PostgreSQL database bench ($KEYS rows)"
+psql_pg -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench OWNER $PG_USER"
+psql_pg -d bench <<SQL
+SET ROLE $PG_USER;
+CREATE TABLE demo_test (c1 VARCHAR(32) PRIMARY KEY, c2 VARCHAR(1024), c3 INT, c4 BIGINT, c5 INT);
+INSERT INTO demo_test SELECT 'key:' || lpad(i::text, 8, '0'), lpad(i::text, 8, '0') || '$FILLER', 0, 1, 0
+  FROM generate_series(0, $((KEYS - 1))) i;
+VACUUM ANALYZE demo_test;
+SQL
+[[ "$(psql_pg -d bench -At -c 'SELECT count(*) FROM demo_test')" == "$KEYS" ]] || die "PostgreSQL preload failed"
+cat >"$WORK/containers-pg.toml" <<TOML
+[backend]
+kind = "postgres"
+url = "postgres://$PG_USER:$PG_PASS@127.0.0.1:$PG_PORT/bench?sslmode=disable"
+pool_size = $POOL
+writers = $WRITERS
+${THREAD_READERS:+thread_readers = $THREAD_READERS}
+${THREAD_WRITERS:+thread_writers = $THREAD_WRITERS}
+plugin_tables = "off"
+
+[options]
+w_batch_size = $W_BATCH
+cache_ttl = 3600
+plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
+default_container = "democ"
+
+$(container demo innodb_only)
+
+$(container democ caching)
+cache_ttl = 3600
+TOML
+PORT_D=$(pick_port)
+while [[ "$PORT_D" == "$PORT_A" || "$PORT_D" == "$PORT_B" || "$PORT_D" == "${PORT_C:-}" ]]; do PORT_D=$(pick_port); done
+"$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_D" -U 0 -m 1024 -t "$SERVER_THREADS" \
+  --containers "$WORK/containers-pg.toml" >"$WORK/sqlcached-d.log" 2>&1 &
+PID_D=$!
+wait_port "$PORT_D" "$PID_D" "$WORK/sqlcached-d.log"
+log "sqlcached D (PostgreSQL containers) :$PORT_D pid $PID_D"
+declare -A PG_GET=()
+for c in $CONNS; do
+  log "PostgreSQL: set, $c conns"
+  m=$(loadgen_point pg-set "$c" "@@demo.key:" 1 "127.0.0.1:$PORT_D" "$PID_D")
+  s=$(sysbench_point pg-set "$c" set pg)
+  row "set (PostgreSQL)" "$c" "$m" "$s" "mc" "sql" ">= 3x at 128 (issue 40)"
+done
+# The sets left dead row versions and WAL: vacuumed and checkpointed now, so that autovacuum and
+# the checkpointer do not take the 2 CPUs during the reads
+psql_pg -d bench -c "VACUUM demo_test" -c "CHECKPOINT"
+for c in $CONNS; do
+  log "PostgreSQL: get, $c conns"
+  m=$(loadgen_point pg-get "$c" "@@demo.key:" 0 "127.0.0.1:$PORT_D" "$PID_D")
+  PG_GET[$c]=$m
+  s=$(sysbench_point pg-get "$c" get pg)
+  row "get (PostgreSQL)" "$c" "$m" "$s" "mc" "sql" ">= 2x at 128 (issue 40)"
+done
+log "warming the PostgreSQL caching container (scan of $KEYS keys)"
+lg 300 scan --addr "127.0.0.1:$PORT_D" --keys "$KEYS" --value-size "$VALUE_SIZE" --prefix "key:" \
+  --mget 100 --conns 4 --depth 4 | tee -a "$RAW" >&2
+mc_stats "$PORT_D" | grep -E "^STAT (wal_|containers_)" | tee -a "$RAW" >&2 || true
+for c in $CONNS; do
+  log "PostgreSQL: caching get, $c conns"
+  m=$(loadgen_point pg-caching "$c" "key:" 0 "127.0.0.1:$PORT_D" "$PID_D")
+  row "get caching vs innodb_only (PostgreSQL)" "$c" "$m" "${PG_GET[$c]}" "caching" "innodb_only" ">= 2x (issue 40)"
+done
+}
+
 ELAPSED=$(($(date +%s) - START))
 
 {
   echo "# Containers: sqlcached SQL containers vs plain SQL on MariaDB ($TS)"
   echo
-  echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh: binlog ROW, innodb_flush_log_at_trx_commit=1, 64M buffer pool),"
+  echo "MariaDB ${DB_VERSION:-?} (scripts/mariadb.sh: binlog ROW, innodb_flush_log_at_trx_commit=1, 64M buffer pool);"
+  has_part pg && echo "PostgreSQL ${PG_VERSION:-?} (scripts/postgres.sh: fsync, synchronous_commit on, wal_level logical, 32MB shared_buffers);"
   echo "table bench.demo_test, $KEYS rows, $VALUE_SIZE-byte values, uniform keys; sqlcached $BIN_SHA -t $SERVER_THREADS,"
   echo "backend pool_size=$POOL writers=$WRITERS thread_readers=${THREAD_READERS:-default} thread_writers=${THREAD_WRITERS:-default} w_batch_size=$W_BATCH;"
   echo "$DURATION s measured + $WARMUP s warmup per point;"

@@ -166,6 +166,39 @@ def test_core(pgs, client_of):
     assert psql(pg, "SELECT k, v FROM untouched") == "x|keep me"
 
 
+def test_concurrent_sets_and_gets_grouped(pgs, client_of):
+    """Many connections at once: plain sets queued on a writer lane are written by one
+    autocommitted upsert, gets queued on a reader lane by one SELECT (lane.rs set_group,
+    read_group). Every set is in the table and reads back; one key set from every
+    connection ends as one of the values, the same in the table and through memcached."""
+    import threading
+
+    pg, s, _ = pgs
+    clients = [client_of(s) for _ in range(24)]
+    errors = []
+
+    def work(n, c):
+        try:
+            for i in range(40):
+                assert c.store("set", f"@@setup_1.g{n}-{i}", f"v{n}-{i}", flags=n) == b"STORED"
+                assert c.store("set", "@@setup_1.shared", f"s{n}-{i}") == b"STORED"
+            for i in range(40):
+                assert c.value(f"@@setup_1.g{n}-{i}") == f"v{n}-{i}".encode()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"{n}: {e!r}")
+
+    threads = [threading.Thread(target=work, args=(n, c)) for n, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:5]
+    assert psql(pg, "SELECT count(*) FROM demo_test WHERE c1 LIKE 'g%-%'") == str(24 * 40)
+    assert psql(pg, "SELECT c2, c3 FROM demo_test WHERE c1 = 'g7-39'") == "v7-39|7"
+    shared = psql(pg, "SELECT c2 FROM demo_test WHERE c1 = 'shared'")
+    assert shared.startswith("s") and clients[0].value("@@setup_1.shared") == shared.encode()
+
+
 def test_multi_column_values(pgs, client_of):
     pg, s, _ = pgs
     c = client_of(s)

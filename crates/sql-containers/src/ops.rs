@@ -138,6 +138,11 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    /// A plain `set` (no cas to compare): it can be written without reading the row.
+    pub fn is_blind_set(&self) -> bool {
+        matches!(self, Op::Store { mode: StoreMode::Set, cas: 0, .. })
+    }
+
     pub fn key(&self) -> Option<&[u8]> {
         match self {
             Op::Store { key, .. }
@@ -195,6 +200,38 @@ impl CasClock {
             m
         }
     }
+}
+
+/// A row to write under its key.
+pub(crate) type KeyedRow<'a> = (&'a [u8], NewRow);
+/// One operation's answer.
+pub(crate) type Answer = Result<OpResult, BackendError>;
+
+/// Plain sets ([`Op::is_blind_set`]) written together without reading their rows: the
+/// rows to write, one per key (the later set of a key wins, as if run in order: one
+/// statement may not name a key twice on PostgreSQL), and each set's answer (an error for a
+/// value with too many parts, which is not written). Each row gets a new cas from `clock`;
+/// the statement keeps `GREATEST(that, old cas + 1)` ([`crate::sql::Statements::set_rows`]).
+pub(crate) fn blind_rows<'a>(m: &Mapping, ops: &[&'a Op], clock: &CasClock) -> (Vec<KeyedRow<'a>>, Vec<Answer>) {
+    let mut rows: Vec<(&[u8], NewRow)> = Vec::with_capacity(ops.len());
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        let Op::Store { key, value, flags, exp, .. } = op else { unreachable!("blind sets only") };
+        match split_value(m, value) {
+            Ok(parts) => {
+                let cas = if m.cas.is_some() { clock.next_after(0) } else { 0 };
+                let flags = if m.flags.is_some() { *flags } else { 0 };
+                rows.push((key, NewRow { parts, flags, cas, exp: m.expire.as_ref().map(|_| *exp) }));
+                results.push(Ok(OpResult::Store(StoreOutcome::Stored(cas))));
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    rows.reverse();
+    rows.retain(|(k, _)| seen.insert(*k));
+    rows.reverse();
+    (rows, results)
 }
 
 /// Splits a value over the value columns. One column: the whole value, separators and

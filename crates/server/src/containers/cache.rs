@@ -6,9 +6,10 @@
 //! * Writes go to the table. With the table's binlog followed, a set/add/replace/cas that
 //!   stores leaves its row in memory once the binlog shows it (`through.rs`); any other
 //!   write drops the memory copy, and the next read refills it.
-//! * Reads that keep missing (a copy far smaller than what is read) pause the copy: gets
-//!   read the table alone for a while, longer each time it still does not pay
-//!   (`engine::backoff`).
+//! * Reads that keep missing and whose fills do not stay (a copy far smaller than what is
+//!   read, rows changed before they are read again) pause the copy: gets read the table
+//!   alone for a while, longer each time it still does not pay (`engine::backoff`). A
+//!   copy warming up (misses whose fills stay) is not paused.
 //! * flush empties both.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -46,6 +47,9 @@ pub struct Copy {
     /// Keys read and found since the last verdict of the read bypass.
     gets: AtomicU32,
     hits: AtomicU32,
+    /// Rows in the copy when the window began: fills that stay (a copy warming up) pay
+    /// back later, however many reads missed meanwhile.
+    items_at: AtomicU64,
     /// Reads skip the copy until this time (ms since `start`).
     paused_until: AtomicU64,
     pause: Mutex<Backoff>,
@@ -60,6 +64,7 @@ impl Copy {
             expect,
             gets: AtomicU32::new(0),
             hits: AtomicU32::new(0),
+            items_at: AtomicU64::new(0),
             paused_until: AtomicU64::new(0),
             pause: Mutex::new(Backoff::default()),
             start: Instant::now(),
@@ -81,8 +86,13 @@ impl Copy {
         if gets < WINDOW {
             return; // another thread judged this window
         }
+        let items = self.engine.stats().items.curr_items;
+        let grew = items.saturating_sub(self.items_at.swap(items, Ordering::Relaxed));
+        // Paying back: enough hits, or the misses' fills stay (at least half of them are
+        // still there: a cold copy warming up, not one whose rows change before reuse).
+        let pays = hits.saturating_mul(HIT_SHARE) >= gets || grew.saturating_mul(2) >= u64::from(gets - hits.min(gets));
         let now = self.now_ms();
-        if pause.verdict(hits.saturating_mul(HIT_SHARE) >= gets, now) {
+        if pause.verdict(pays, now) {
             stats.read_bypass_started();
             self.paused_until.store(pause.until(), Ordering::Relaxed);
         }
@@ -172,7 +182,7 @@ pub(crate) async fn caching_op(
                 vec![None; keys.len()]
             };
             let miss: Vec<usize> = (0..keys.len()).filter(|&j| rows[j].is_none()).collect();
-            copy.sample(keys.len() as u32, (keys.len() - miss.len()) as u32, stats);
+            let hits = (keys.len() - miss.len()) as u32;
             if !miss.is_empty() {
                 let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();
                 let got = c.get_many(&ks).await?;
@@ -183,6 +193,8 @@ pub(crate) async fn caching_op(
                     rows[j] = r;
                 }
             }
+            // After the fills: a window judged now counts them as in the copy.
+            copy.sample(keys.len() as u32, hits, stats);
             Ok(Reply::Rows(rows))
         }
         Request::Flush => {

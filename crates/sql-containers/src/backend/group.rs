@@ -27,7 +27,7 @@ use mysql_async::{Conn, Params, Value};
 
 use super::myconn::{decode, key_param, row_params, run_write, MyErr, Shared};
 use crate::error::BackendError;
-use crate::ops::{plan, split_value, unix_now, Existing, NewRow, Op, OpResult, StoreMode, StoreOutcome, Write};
+use crate::ops::{blind_rows, plan, unix_now, Existing, NewRow, Op, OpResult, Write};
 use crate::sql::in_chunks;
 use crate::validate::Mapping;
 
@@ -130,7 +130,7 @@ pub(super) async fn write_one(
 
 /// Are these all plain sets (no cas compare), fitting one statement?
 pub(super) fn blind_sets(ops: &[&Op]) -> bool {
-    ops.len() <= ROWS_PER_STATEMENT && ops.iter().all(|o| matches!(o, Op::Store { mode: StoreMode::Set, cas: 0, .. }))
+    ops.len() <= ROWS_PER_STATEMENT && ops.iter().all(|o| o.is_blind_set())
 }
 
 /// Plain sets ([`blind_sets`]): one autocommitted multi-row upsert, no read. Each set
@@ -145,27 +145,12 @@ pub(super) async fn set_group(
     m: &Mapping,
     ops: &[&Op],
 ) -> Result<Vec<Result<OpResult, BackendError>>, GroupErr> {
-    let mut results = Vec::with_capacity(ops.len());
+    let (rows, results) = blind_rows(m, ops, &sh.clock);
+    let n = rows.len();
     let mut params = Vec::new();
-    let mut n = 0;
-    for op in ops {
-        let Op::Store { key, value, flags, exp, .. } = op else { unreachable!("blind_sets checked") };
-        match split_value(m, value) {
-            Ok(parts) => {
-                let cas = if m.cas.is_some() { sh.clock.next_after(0) } else { 0 };
-                let row = NewRow {
-                    parts,
-                    flags: if m.flags.is_some() { *flags } else { 0 },
-                    cas,
-                    exp: m.expire.as_ref().map(|_| *exp),
-                };
-                params.push(key_param(key));
-                row_params(m, &row, &mut params);
-                n += 1;
-                results.push(Ok(OpResult::Store(StoreOutcome::Stored(cas))));
-            }
-            Err(e) => results.push(Err(e)),
-        }
+    for (key, row) in &rows {
+        params.push(key_param(key));
+        row_params(m, row, &mut params);
     }
     if n > 0 {
         sh.timed(conn.exec_drop(m.sql.set_rows(n), Params::Positional(params))).await.map_err(|e| match e {

@@ -74,8 +74,47 @@ pub(super) trait LaneDb: Send + 'static {
     ) -> BoxFuture<'a, Result<OpResult, StmtErr>>;
     /// Empties the container's table, committed at once.
     fn flush<'a>(&'a mut self, m: &'a Mapping) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Whether the lane groups queued jobs (with `w_batch_size` / `r_batch_size` 1): plain
+    /// sets written by one autocommitted statement ([`LaneDb::sets_alone`]), gets of one
+    /// container read by one. PostgreSQL's lanes do; MySQL groups on its own per-thread
+    /// lanes (`local.rs`), so its lanes run each job alone.
+    fn groups(&self) -> bool {
+        false
+    }
+    /// Writes plain sets ([`Op::is_blind_set`], one container) as one autocommitted
+    /// statement without reading the rows; each set's answer, or the statement's error.
+    fn sets_alone<'a>(
+        &'a mut self,
+        m: &'a Mapping,
+        ops: &'a [&'a Op],
+    ) -> BoxFuture<'a, Result<Vec<Result<OpResult, BackendError>>, BackendError>> {
+        let _ = (m, ops);
+        Box::pin(async { Err(BackendError::Unavailable("plain sets in one statement: not on this database".into())) })
+    }
     /// The backend's counters.
     fn stats(&self) -> &Stats;
+}
+
+/// Most plain sets one autocommitted statement writes ([`AsyncLane::set_group`]).
+const SET_GROUP: usize = 32;
+
+/// Most keys one merged read asks for ([`AsyncLane::read_group`]).
+const READ_GROUP: usize = 128;
+
+/// The keys of a get job (none for any other).
+fn get_keys(job: &Job) -> &[Vec<u8>] {
+    match job {
+        Job::Op { op: Op::Get { keys }, .. } => keys,
+        _ => &[],
+    }
+}
+
+/// Whether two jobs are for the same container.
+fn same_container(a: &Job, b: &Job) -> bool {
+    match (a, b) {
+        (Job::Op { mapping: x, .. }, Job::Op { mapping: y, .. }) => Arc::ptr_eq(x, y),
+        _ => false,
+    }
 }
 
 /// A lane task: its database connection and batch state.
@@ -97,8 +136,15 @@ impl<D: LaneDb> AsyncLane<D> {
 
     /// Runs jobs until the queue closes (then commits what is open).
     pub async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) {
+        let mut next: Option<Job> = None;
         loop {
-            match tokio::time::timeout(TICK, rx.recv()).await {
+            let got = match next.take() {
+                Some(job) => Ok(Some(job)),
+                None => tokio::time::timeout(TICK, rx.recv()).await,
+            };
+            match got {
+                Ok(Some(job)) if self.blind(&job) => next = self.set_group(job, &mut rx).await,
+                Ok(Some(job)) if self.mergeable(&job) => next = self.read_group(job, &mut rx).await,
                 Ok(Some(job)) => self.handle(job).await,
                 Ok(None) => {
                     if let Err((n, e)) = self.commit().await {
@@ -114,6 +160,121 @@ impl<D: LaneDb> AsyncLane<D> {
                 }
             }
         }
+    }
+
+    /// Whether `job` is a plain set this lane writes alone: commit before each reply
+    /// (`w_batch_size` 1), no transaction open, a database that can.
+    fn blind(&self, job: &Job) -> bool {
+        let set = matches!(job, Job::Op { op, reply: Some(_), deadline, .. } if op.is_blind_set() && !deadline_passed(*deadline));
+        set && self.writer && self.limit <= 1 && self.tx.is_none() && self.db.groups()
+    }
+
+    /// Whether `job` is a get this reader lane reads together with the gets queued
+    /// behind it (no read batch transaction: `r_batch_size` 1).
+    fn mergeable(&self, job: &Job) -> bool {
+        let get =
+            matches!(job, Job::Op { op: Op::Get { .. }, reply: Some(_), deadline, .. } if !deadline_passed(*deadline));
+        get && !self.writer && self.limit <= 1 && self.tx.is_none() && self.db.groups()
+    }
+
+    /// Merged reads: `first` and the gets of the same container queued behind it (up to
+    /// [`READ_GROUP`] keys) are read by one statement, and each is answered its rows.
+    /// Returns the first queued job that is not one of them, to run next.
+    async fn read_group(&mut self, first: Job, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+        let mut jobs = vec![first];
+        let mut rest = None;
+        let mut n = get_keys(&jobs[0]).len();
+        while n < READ_GROUP {
+            match rx.try_recv() {
+                Ok(j) if self.mergeable(&j) && same_container(&j, &jobs[0]) => {
+                    n += get_keys(&j).len();
+                    jobs.push(j);
+                }
+                Ok(j) => {
+                    rest = Some(j);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if jobs.len() == 1 {
+            self.handle(jobs.pop().expect("one job")).await;
+            return rest;
+        }
+        let keys: Vec<Vec<u8>> = jobs.iter().flat_map(|j| get_keys(j).iter().cloned()).collect();
+        let m = match &jobs[0] {
+            Job::Op { mapping, .. } => mapping.clone(),
+            Job::Commit { .. } => unreachable!("gets only"),
+        };
+        let res = self.db.read_alone(&m, &keys).await;
+        let stats = self.db.stats();
+        let mut rows_left = match res {
+            Ok(OpResult::Read { rows, expired }) => Ok((rows.into_iter(), expired)),
+            Ok(other) => Err(BackendError::Unavailable(format!("merged read answered {other:?}"))),
+            Err(e) => Err(e),
+        };
+        for job in jobs {
+            let Job::Op { op: Op::Get { keys }, reply: Some(reply), .. } = job else { continue };
+            let answer = match &mut rows_left {
+                Ok((rows, expired)) => {
+                    let mine: Vec<_> = rows.by_ref().take(keys.len()).collect();
+                    let exp = expired.iter().filter(|k| keys.contains(k)).cloned().collect();
+                    Ok(OpResult::Read { rows: mine, expired: exp })
+                }
+                Err(e) => {
+                    Stats::bump(&stats.errors, 1);
+                    Err(e.clone())
+                }
+            };
+            let _ = reply.send(answer);
+        }
+        rest
+    }
+
+    /// Group commit for plain sets: `first` and the plain sets of the same container
+    /// queued behind it (up to [`SET_GROUP`]) are written by one autocommitted statement,
+    /// then each is answered (so each reply still follows its commit). Returns the first
+    /// queued job that is not one of them, to run next (the queue's order is kept).
+    async fn set_group(&mut self, first: Job, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
+        let mut jobs = vec![first];
+        let mut rest = None;
+        while jobs.len() < SET_GROUP {
+            match rx.try_recv() {
+                Ok(j) if self.blind(&j) && same_container(&j, &jobs[0]) => jobs.push(j),
+                Ok(j) => {
+                    rest = Some(j);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let parts: Vec<(&Arc<Mapping>, &Op)> = jobs
+            .iter()
+            .filter_map(|j| match j {
+                Job::Op { mapping, op, .. } => Some((mapping, op)),
+                Job::Commit { .. } => None,
+            })
+            .collect();
+        let ops: Vec<&Op> = parts.iter().map(|p| p.1).collect();
+        let m = parts[0].0.clone();
+        let res = self.db.sets_alone(&m, &ops).await;
+        let stats = self.db.stats();
+        let mut answers: Vec<Result<OpResult, BackendError>> = match res {
+            Ok(r) => {
+                Stats::bump(&stats.commits, 1);
+                r
+            }
+            Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
+        };
+        for (job, answer) in jobs.into_iter().zip(answers.drain(..)) {
+            if answer.is_err() {
+                Stats::bump(&stats.errors, 1);
+            }
+            if let Job::Op { reply: Some(reply), .. } = job {
+                let _ = reply.send(answer);
+            }
+        }
+        rest
     }
 
     async fn handle(&mut self, job: Job) {

@@ -23,7 +23,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::lane::{LaneDb, StmtErr};
 use super::{BoxFuture, Stats};
 use crate::error::BackendError;
-use crate::ops::{plan, read_result, unix_now, CasClock, Existing, NewRow, Op, OpResult, Write};
+use crate::ops::{blind_rows, plan, read_result, unix_now, CasClock, Existing, NewRow, Op, OpResult, Write};
 use crate::sql::in_chunks;
 use crate::validate::Mapping;
 
@@ -408,6 +408,18 @@ pub(super) async fn run_write(sh: &PgShared, c: &mut PgConn, m: &Mapping, op: &O
     }
 }
 
+/// One plain set, autocommitted (after a group's statement was refused).
+async fn set_one(sh: &PgShared, c: &mut PgConn, m: &Mapping, op: &Op) -> Result<OpResult, PgErr> {
+    let (rows, mut answers) = blind_rows(m, &[op], &sh.clock);
+    let answer = answers.pop().expect("one answer per set");
+    if let Some((key, row)) = rows.first() {
+        let mut params = vec![key_param(key)];
+        row_params(m, row, &mut params);
+        c.execute(sh, &m.sql.set_rows(1), &params).await?;
+    }
+    answer.map_err(PgErr::Request)
+}
+
 /// What runs inside a guarded transaction step.
 enum Work<'a> {
     Read(&'a [Vec<u8>]),
@@ -624,6 +636,64 @@ impl LaneDb for PgDb {
                     }
                     Err(e.into_backend())
                 }
+            }
+        })
+    }
+
+    fn groups(&self) -> bool {
+        true
+    }
+
+    fn sets_alone<'a>(
+        &'a mut self,
+        m: &'a Mapping,
+        ops: &'a [&'a Op],
+    ) -> BoxFuture<'a, Result<Vec<Result<OpResult, BackendError>>, BackendError>> {
+        Box::pin(async move {
+            let sh = self.sh.clone();
+            let (rows, results) = blind_rows(m, ops, &sh.clock);
+            if rows.is_empty() {
+                return Ok(results);
+            }
+            let mut params = Vec::new();
+            for (key, row) in &rows {
+                params.push(key_param(key));
+                row_params(m, row, &mut params);
+            }
+            let sql = m.sql.set_rows(rows.len());
+            let (c, reused) = self.conn().await?;
+            match c.execute(&sh, &sql, &params).await {
+                Ok(_) => Ok(results),
+                Err(e @ PgErr::Fatal(_)) => {
+                    self.conn = None;
+                    if !reused || e_timed_out(&e) {
+                        return Err(e.into_backend());
+                    }
+                    // A connection that died while idle: once more on a new one (sets are
+                    // idempotent; each keeps the cas it was given).
+                    let (c, _) = self.conn().await?;
+                    let r = c.execute(&sh, &sql, &params).await;
+                    if matches!(r, Err(PgErr::Fatal(_))) {
+                        self.conn = None;
+                    }
+                    r.map(|_| results).map_err(PgErr::into_backend)
+                }
+                Err(PgErr::Server { .. }) if ops.len() > 1 => {
+                    // One bad set (a value too long for its column) fails alone.
+                    let mut out = Vec::with_capacity(ops.len());
+                    for op in ops {
+                        let answer = match self.conn().await {
+                            Ok((c, _)) => set_one(&sh, c, m, op).await,
+                            Err(e) => Err(PgErr::Request(e)),
+                        };
+                        if matches!(answer, Err(PgErr::Fatal(_))) {
+                            self.conn = None;
+                        }
+                        out.push(answer.map_err(PgErr::into_backend));
+                    }
+                    Ok(out)
+                }
+                Err(e) => Err(e.into_backend()),
             }
         })
     }

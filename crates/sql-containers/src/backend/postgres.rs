@@ -13,7 +13,11 @@
 //!   client, and a connection that misses it is dropped (its transaction is lost, and
 //!   reported so when it held acknowledged writes).
 //! * Every operation runs on a lane (`thread_readers` / `thread_writers`, the MySQL
-//!   backend's per-thread group commit, are not used here).
+//!   backend's per-thread group commit, are not used here). With `w_batch_size` 1, plain
+//!   `set`s queued on a writer lane are written together by one autocommitted upsert
+//!   (group commit, `AsyncLane::set_group`): no BEGIN, no locking read, one statement;
+//!   with `r_batch_size` 1, gets queued on a reader lane are read by one statement
+//!   (`AsyncLane::read_group`).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
