@@ -109,9 +109,11 @@ impl Reply {
     }
 
     /// Whether this reply could be stored and replayed for the same request: complete,
-    /// exactly one statement with one result set, and nothing that makes it more than its
-    /// rows (no error, notice, parameter change, COPY, suspended portal or oddity). The
-    /// caller still decides by the transaction status and its own policy.
+    /// exactly one statement with at most one result set description (none: an Execute of
+    /// a statement the client described when it prepared it, as asyncpg sends), and nothing
+    /// that makes it more than its rows (no error, notice, parameter change, COPY,
+    /// suspended portal or oddity). The caller still decides by the transaction status and
+    /// its own policy.
     pub fn storable(&self) -> bool {
         self.done
             && !self.error
@@ -122,7 +124,7 @@ impl Reply {
             && !self.unexpected
             && !self.empty_query
             && self.commands == 1
-            && self.result_sets == 1
+            && self.result_sets <= 1
     }
 }
 
