@@ -29,6 +29,8 @@ const SERIES: &[(&str, &[&str])] = &[
     ("invalidated", &["invalidate_keys"]),
     ("container_gets", &["containers_get_keys"]),
     ("pg_queries", &["pg_queries_simple", "pg_queries_extended", "pg_function_calls"]),
+    ("pg_qc_hits", &["pg_query_cache_hits"]),
+    ("pg_qc_lookups", &["pg_query_cache_hits", "pg_query_cache_misses"]),
 ];
 
 /// The rates of the last two minutes.
