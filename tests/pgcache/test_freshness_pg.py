@@ -107,6 +107,19 @@ def test_sqlcached_pg_front_is_never_stale(fcdb, direct_dsn):
         assert 0 < int(st["memory_pg_query_cache"]) <= int(st["memory_pg_query_cache_max"])
 
 
+def test_sqlcached_until_write_is_never_stale(fcdb, direct_dsn):
+    """The same with --pg-query-cache-in-transactions until-write: reads inside transactions
+    answered from memory until the transaction writes (its own writes then seen)."""
+    from harness.pgproxy import start_pgproxy
+
+    with start_pgproxy(fcdb, "--pg-database", "fc", "--pg-ddl-trigger", "--pg-slot", "fresh_uw",
+                       "--pg-publication", "fresh_uw", "--pg-query-cache-in-transactions", "until-write") as px:
+        assert_never_stale(sqlcached_target(px, "fc"), direct_dsn)
+        assert px.proc.poll() is None
+        hits = sqlcached_hits(px.stats())
+        assert hits and hits > 0, "the cache answered nothing: the test would prove nothing about it"
+
+
 def test_pgpool_query_cache_stale_reads(fcdb, direct_dsn):
     """pgpool-II's query cache: the stale and wrong reads measured case by case (PGPOOL)."""
     from harness.pgpool import start_pgpool

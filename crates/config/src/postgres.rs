@@ -95,6 +95,9 @@ pub struct PostgresConfig {
     /// `--pg-query-cache-max-lag MS`: answer from memory only while the WAL follower is at
     /// most this far behind (default 100; 0: no bound).
     pub cache_max_lag_ms: u64,
+    /// `--pg-query-cache-in-transactions never|read-only|until-write`: which reads inside
+    /// transactions are answered from memory (default read-only, as the MySQL cache's).
+    pub cache_in_transactions: crate::querycache::InTransactions,
 }
 
 impl Default for PostgresConfig {
@@ -120,6 +123,7 @@ impl Default for PostgresConfig {
             cache_size: 64 << 20,
             cache_limit: 1 << 20,
             cache_max_lag_ms: 100,
+            cache_in_transactions: crate::querycache::InTransactions::ReadOnly,
         }
     }
 }
@@ -144,6 +148,7 @@ pub const FLAGS: &[&str] = &[
     "pg-query-cache-size",
     "pg-query-cache-limit",
     "pg-query-cache-max-lag",
+    "pg-query-cache-in-transactions",
 ];
 
 /// The switch flags this module parses (no value).
@@ -220,6 +225,11 @@ impl PostgresConfig {
                 }
             }
             "pg-query-cache-max-lag" => self.cache_max_lag_ms = v.trim().parse().map_err(|_| bad())?,
+            "pg-query-cache-in-transactions" => {
+                self.cache_in_transactions = crate::querycache::InTransactions::parse(v).ok_or_else(|| {
+                    format!("--pg-query-cache-in-transactions must be never, read-only or until-write, not '{v}'")
+                })?
+            }
             "pg-max-connections" => {
                 let n: usize = v.trim().parse().map_err(|_| bad())?;
                 if n == 0 {
@@ -351,6 +361,11 @@ pub const HELP: Section = Section {
         Opt(
             "--pg-query-cache-max-lag=<ms>",
             "answer from memory only while the WAL follower is at most ms behind (default: 100; 0: no bound)",
+        ),
+        Opt(
+            "--pg-query-cache-in-transactions=<p>",
+            "reads inside transactions: never, read-only (default: transactions begun BEGIN READ ONLY, or \
+             with default_transaction_read_only on) or until-write (reads before the transaction's first write)",
         ),
         Opt(
             "--pg-slot=<name>",

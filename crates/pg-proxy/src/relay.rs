@@ -293,9 +293,19 @@ async fn up(
                             extended(&mut f, tag, body, proxy);
                             if let (Some(b), true) = (body, tag != b'C') {
                                 let idle = f.pending == 0 && f.session.status == Some(TransactionStatus::Idle);
-                                let db = proxy.cache.as_ref().map_or("", |(_, d)| d.as_str());
-                                if !f.batch_open && idle && f.cache.may_hold(&f.session, db) {
+                                let (db, policy) = proxy
+                                    .cache
+                                    .as_ref()
+                                    .map_or(("", config::querycache::InTransactions::Never), |(c, d)| {
+                                        (d.as_str(), c.in_transactions)
+                                    });
+                                let in_tx = f.pending == 0 && f.cache.tx_may_hit(policy, &f.session);
+                                if !f.batch_open && (idle || in_tx) && f.cache.may_hold(&f.session, db) {
                                     f.cache.held.start();
+                                }
+                                if f.session.status != Some(TransactionStatus::Idle) && !f.cache.held.holding {
+                                    // Not held: whatever it runs may write (conservative).
+                                    f.cache.tx.wrote = true;
                                 }
                                 if f.cache.held.holding {
                                     f.cache.held.push(tag, b);
@@ -382,13 +392,41 @@ fn hit_or_fill(
     }
 }
 
+/// A read inside a transaction the policy lets the cache answer: the stored reply with its
+/// ReadyForQuery saying "in a transaction"; a miss goes to the server and fills nothing
+/// (a transaction's snapshot may be older than the cache's rows).
+fn hit_in_tx(cache: &crate::cache::PgCache, key: &crate::cache::Key) -> Answer {
+    match cache.lookup(key) {
+        Some(mut bytes) if bytes.ends_with(&[b'Z', 0, 0, 0, 5, b'I']) => {
+            if let Some(status) = bytes.last_mut() {
+                *status = b'T';
+            }
+            Answer::Hit(bytes)
+        }
+        _ => Answer::Forward(Action::None),
+    }
+}
+
 /// A held extended batch at its Sync: a hit, a fill, or forwarded with what it writes.
 fn held_sync(f: &mut Flow, proxy: &Proxy) -> Answer {
     let effect = std::mem::take(&mut f.cache.batch);
     let wrote = if effect == Effect::None { Action::None } else { Action::Wrote(effect) };
     let Some((cache, _)) = &proxy.cache else { return Answer::Forward(wrote) };
     let Flow { cache: state, session, .. } = f;
-    match state.batch_plan(cache, session) {
+    let in_tx = session.status == Some(TransactionStatus::InTransaction);
+    let plan = state.batch_plan(cache, session);
+    if in_tx && !matches!(plan, Some(Plan::Cached(..))) {
+        // Not a cacheable read: the transaction may have written (conservative).
+        state.tx.wrote = true;
+    }
+    match plan {
+        Some(Plan::Cached(key, _)) if in_tx => match state.tx_may_hit(cache.in_transactions, session) {
+            true => hit_in_tx(cache, &key),
+            false => {
+                cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
+                Answer::Forward(wrote)
+            }
+        },
         Some(Plan::Cached(key, tags)) => hit_or_fill(cache, key, tags, wrote),
         Some(Plan::Forward(why)) => {
             cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
@@ -425,6 +463,9 @@ fn query(f: &mut Flow, body: Option<&[u8]>, proxy: &Proxy) -> Answer {
     let Flow { cache: state, session, .. } = f;
     match state.query(cache, session, db, text) {
         Plan::Cached(key, tags) if idle => hit_or_fill(cache, key, tags, Action::None),
+        Plan::Cached(key, _) if f.pending == 0 && state.tx_may_hit(cache.in_transactions, session) => {
+            hit_in_tx(cache, &key)
+        }
         Plan::Cached(..) => {
             cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
             Answer::Forward(Action::None)
@@ -574,6 +615,10 @@ fn finish(cache: &crate::cache::PgCache, f: &mut Flow, action: Option<Action>, b
     }
     if now == Some(TransactionStatus::Idle) && before != Some(TransactionStatus::Idle) {
         std::mem::take(&mut f.cache.in_tx).apply(cache);
+    }
+    if now == Some(TransactionStatus::Idle) && f.pending == 0 {
+        // No transaction open (any more), nothing sent behind: the next one starts afresh.
+        f.cache.tx = Default::default();
     }
 }
 

@@ -90,6 +90,22 @@ const IMMUTABLE: &[&str] = &[
     "jsonb_build_object", "json_build_object", "jsonb_extract_path_text", "json_extract_path_text", "sign",
 ];
 
+/// Whether `sql` is one `BEGIN` / `START TRANSACTION` with `READ ONLY` (a transaction the
+/// `read-only` policy answers reads of from memory).
+pub fn begins_read_only(sql: &str) -> bool {
+    use sqlparser::ast::{TransactionAccessMode, TransactionMode};
+    let first = sql.trim_start().get(..5).unwrap_or("");
+    if !first.eq_ignore_ascii_case("begin") && !first.eq_ignore_ascii_case("start") {
+        return false;
+    }
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql).as_deref() {
+        Ok([Statement::StartTransaction { modes, .. }]) => {
+            modes.contains(&TransactionMode::AccessMode(TransactionAccessMode::ReadOnly))
+        }
+        _ => false,
+    }
+}
+
 /// The statements of `sql` (one or more, `;`-separated) as the cache sees them.
 pub fn analyze(sql: &str) -> Vec<Statementish> {
     match Parser::parse_sql(&PostgreSqlDialect {}, sql) {

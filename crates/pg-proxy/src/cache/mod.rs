@@ -135,6 +135,8 @@ pub struct PgCache {
     limit: usize,
     /// `--pg-query-cache-size`: what results and their tags may take.
     size: usize,
+    /// `--pg-query-cache-in-transactions`: which reads inside transactions are answered.
+    pub in_transactions: config::querycache::InTransactions,
     /// The counters.
     pub counters: Counters,
     hasher: std::hash::RandomState,
@@ -174,6 +176,7 @@ impl PgCache {
             fresh: OnceLock::new(),
             limit,
             size,
+            in_transactions: config::querycache::InTransactions::ReadOnly,
             counters: Counters::default(),
             hasher: std::hash::RandomState::new(),
             memo: RwLock::new(std::collections::HashMap::new()),

@@ -76,6 +76,31 @@ pub struct CacheState {
     texts: HashMap<String, String>,
     /// The batch held back until its Sync (see [`Held`]).
     pub held: Held,
+    /// The open transaction, as the in-transaction policy needs it.
+    pub tx: TxState,
+}
+
+/// What `--pg-query-cache-in-transactions` needs to know of the open transaction.
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxState {
+    /// Begun `BEGIN READ ONLY` / `START TRANSACTION READ ONLY`.
+    pub read_only: bool,
+    /// Ran something that is not a plain read (a write, DDL, a function call, a read that
+    /// may call a volatile function, a statement the proxy could not see whole): its later
+    /// reads go to the server, so it sees its own writes.
+    pub wrote: bool,
+}
+
+/// Whether a statement inside a transaction leaves it a reader (its later reads may still be
+/// answered from memory under `until-write`).
+fn reads_only(st: &Statementish) -> bool {
+    use super::analyze::Why;
+    matches!(
+        st,
+        Statementish::Read { .. }
+            | Statementish::Neutral
+            | Statementish::Uncacheable(Why::Shape | Why::Locking | Why::Source)
+    )
 }
 
 impl CacheState {
@@ -100,6 +125,7 @@ impl CacheState {
         let stmts = cache.analyze(sql);
         self.follow_settings(sql, &stmts);
         self.settings_in_transaction(s, &stmts);
+        self.follow_transaction(sql, &stmts);
         if s.database != db {
             // Another database: its WAL is not followed, and its writes change nothing cached.
             return Plan::Forward("session");
@@ -114,6 +140,37 @@ impl CacheState {
         let (settings, path) = self.view_parts(s);
         let view = View { database: &s.database, role: role(s), settings: &settings, search_path: &path };
         cache.plan_statements(&view, sql, &stmts, &Extended::default())
+    }
+
+    /// Notes a read-only BEGIN, and whatever in (or beginning) a transaction is not a plain
+    /// read. A `SET` in a transaction already taints the session; `SET TRANSACTION` counts as
+    /// a write (conservative).
+    /// (Marked whatever the status seen now: a pipelined BEGIN may not be answered yet; the
+    /// marks are cleared once the session is idle with nothing in flight.)
+    fn follow_transaction(&mut self, sql: &str, stmts: &[Statementish]) {
+        if stmts.len() == 1 && stmts[0] == Statementish::Neutral && super::analyze::begins_read_only(sql) {
+            self.tx.read_only = true;
+        }
+        if !stmts.iter().all(reads_only) {
+            self.tx.wrote = true;
+        }
+    }
+
+    /// Whether a cached read may be answered inside the open transaction under `policy`
+    /// (with READ COMMITTED semantics: the latest committed result, as the MySQL cache).
+    pub fn tx_may_hit(&self, policy: config::querycache::InTransactions, s: &Session) -> bool {
+        use config::querycache::InTransactions;
+        if s.status != Some(protocol_postgres::TransactionStatus::InTransaction) {
+            return false;
+        }
+        let wrote = self.tx.wrote || self.in_tx != Effect::None;
+        let read_only =
+            self.tx.read_only || s.params.iter().any(|(n, v)| n == "default_transaction_read_only" && v == "on");
+        match policy {
+            InTransactions::Never => false,
+            InTransactions::ReadOnly => read_only && !wrote,
+            InTransactions::UntilWrite => !wrote,
+        }
     }
 
     /// Whether a batch starting now may be held (cache eligible session: its database,

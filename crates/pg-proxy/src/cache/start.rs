@@ -60,7 +60,9 @@ pub fn start(cfg: &PostgresConfig, feeds: &Feeds) -> Result<Option<(Arc<PgCache>
             "postgres proxy: query cache offline until {backend} answers ({why}): every statement goes to the server"
         ),
     }
-    let cache = Arc::new(PgCache::new(cfg.cache_size, cfg.cache_limit));
+    let mut cache = PgCache::new(cfg.cache_size, cfg.cache_limit);
+    cache.in_transactions = cfg.cache_in_transactions;
+    let cache = Arc::new(cache);
     let c = cache.clone();
     let sink: Sink = Box::new(move |change, pass| {
         // A recheck drops what a fill may have read before the commit was visible.

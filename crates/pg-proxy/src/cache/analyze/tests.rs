@@ -65,3 +65,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn read_only_begins() {
+    for sql in [
+        "BEGIN READ ONLY",
+        "begin read only",
+        "START TRANSACTION READ ONLY",
+        "BEGIN ISOLATION LEVEL SERIALIZABLE, READ ONLY",
+    ] {
+        assert!(begins_read_only(sql), "{sql}");
+    }
+    for sql in ["BEGIN", "BEGIN READ WRITE", "START TRANSACTION", "SELECT 1", "BEGIN; UPDATE t SET a = 1", "bogus"] {
+        assert!(!begins_read_only(sql), "{sql}");
+    }
+}
