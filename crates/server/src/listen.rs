@@ -101,6 +101,9 @@ pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<W
     loop {
         match l.accept() {
             Ok((mut s, peer)) => {
+                if shared.drained.load(Ordering::SeqCst) {
+                    continue; // the stop is over: closed unanswered
+                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;
@@ -122,6 +125,9 @@ pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: 
     loop {
         match l.accept() {
             Ok((mut s, _)) => {
+                if shared.drained.load(Ordering::SeqCst) {
+                    continue; // the stop is over: closed unanswered
+                }
                 if over_limit(&shared) {
                     let _ = s.write_all(TOO_MANY);
                     continue;

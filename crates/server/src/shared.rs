@@ -66,6 +66,8 @@ pub struct Shared {
     pub next_conn: AtomicU64,
     /// The memcached listening sockets: a stop waits until their backlog is accepted.
     pub listeners: Mutex<Vec<std::os::fd::RawFd>>,
+    /// The stop's drain is over: a connection accepted now is closed unanswered.
+    pub drained: AtomicBool,
     /// Set when a shutdown was requested.
     pub shutting_down: AtomicBool,
     /// Wakes the main thread for shutdown.
@@ -115,6 +117,7 @@ impl Shared {
             conns: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
             listeners: Mutex::new(Vec::new()),
+            drained: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             shutdown: Mutex::new(None),
             detail: Detail::new(cfg_delimiter, cfg_detail),
@@ -149,7 +152,8 @@ impl Shared {
     /// requests that reached its socket before are answered (and acknowledged by the disk
     /// tier; noreply writes included): its socket's reading side is shut down, so a read
     /// after what is buffered sees the end of the stream, and a connection stops at the
-    /// first request boundary where nothing more is waiting. Waits until every
+    /// first request boundary where nothing more is waiting (once it returns, a connection
+    /// accepted is closed unanswered: [`Shared::drained`]). Waits until every
     /// connection is gone or `limit` has passed; returns how many were still open.
     pub fn drain(&self, limit: std::time::Duration) -> usize {
         self.shutting_down.store(true, Ordering::SeqCst);
@@ -168,6 +172,7 @@ impl Shared {
             let open = self.curr_connections.load(Ordering::SeqCst);
             quiet = if open == 0 && !self.backlog() { quiet + 1 } else { 0 };
             if quiet == 2 || std::time::Instant::now() >= deadline {
+                self.drained.store(true, Ordering::SeqCst);
                 return open;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
