@@ -33,20 +33,33 @@ impl DiskTier {
         let lock = DirLock::acquire(&opts.dir)?;
         // The log is read (and refused if damaged) before fjall's open writes anything.
         let log = read_log(&opts.dir)?;
-        let (store, mut meta, mut report) = Store::open(&opts.dir, opts.cache_bytes)?;
-        if opts.disk_limit > 0 {
-            if !store.indexed()? {
-                let (n, bytes) = store.rebuild_index()?;
-                report.reindexed = n;
-                meta.bytes = bytes;
-                meta.items = n;
-                store.set_indexed(true)?;
-            }
-        } else {
-            store.set_indexed(false)?;
-        }
         let sync = opts.durability == Durability::Sync;
-        let (wal, pending) = replay_log(&opts.dir, log, &store, &mut meta, &mut report, sync)?;
+        let opened = (|| {
+            let (store, mut meta, mut report) = Store::open(&opts.dir, opts.cache_bytes)?;
+            if opts.disk_limit > 0 {
+                if !store.indexed()? {
+                    let (n, bytes) = store.rebuild_index()?;
+                    report.reindexed = n;
+                    meta.bytes = bytes;
+                    meta.items = n;
+                    store.set_indexed(true)?;
+                }
+            } else {
+                store.set_indexed(false)?;
+            }
+            let (wal, pending) = replay_log(&opts.dir, log, &store, &mut meta, &mut report, sync)?;
+            Ok::<_, String>((store, meta, report, wal, pending))
+        })();
+        // fjall's own errors (a damaged table found by a compaction at open: "Poisoned") do
+        // not say where: the refusal names the directory and the way out.
+        let dir = opts.dir.display().to_string();
+        let (store, meta, report, wal, pending) = opened.map_err(|e| match e.contains(&dir) {
+            true => e,
+            false => format!(
+                "data directory {dir} cannot be opened ({e}): if its files are damaged, move it aside \
+                 (or start with --data-dir-recover, which renames it to {dir}.damaged-<time> and starts empty)"
+            ),
+        })?;
         // A limit lower than what is on disk (or newly set) is enforced at once.
         let job = (opts.disk_limit > 0 && meta.bytes > opts.disk_limit).then_some(crate::shared::Job {
             upto: meta.ingested,
