@@ -122,6 +122,32 @@ policy = "$2"
 TOML
 }
 
+# networked_toml KIND URL: the containers file of a MariaDB or PostgreSQL backend (demo
+# innodb_only; democ caching, the default container for plain keys)
+networked_toml() {
+  cat <<TOML
+[backend]
+kind = "$1"
+url = "$2"
+pool_size = $POOL
+writers = $WRITERS
+${THREAD_READERS:+thread_readers = $THREAD_READERS}
+${THREAD_WRITERS:+thread_writers = $THREAD_WRITERS}
+plugin_tables = "off"
+
+[options]
+w_batch_size = $W_BATCH
+cache_ttl = 3600
+plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
+default_container = "democ"
+
+$(container demo innodb_only)
+
+$(container democ caching)
+cache_ttl = 3600
+TOML
+}
+
 DB_PORT="" DB_USER="" DB_PASS="" DB_VERSION="" PORT_A=""
 if has_part set || has_part get || has_part cache; then
 DB_PORT=$(pick_port)
@@ -146,27 +172,7 @@ SQL
 [[ "$(sql -N -e 'SELECT COUNT(*) FROM bench.demo_test')" == "$KEYS" ]] || die "preload failed"
 
 
-cat >"$WORK/containers.toml" <<TOML
-[backend]
-kind = "mariadb"
-url = "mysql://$DB_USER:$DB_PASS@127.0.0.1:$DB_PORT/bench"
-pool_size = $POOL
-writers = $WRITERS
-${THREAD_READERS:+thread_readers = $THREAD_READERS}
-${THREAD_WRITERS:+thread_writers = $THREAD_WRITERS}
-plugin_tables = "off"
-
-[options]
-w_batch_size = $W_BATCH
-cache_ttl = 3600
-plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
-default_container = "democ"
-
-$(container demo innodb_only)
-
-$(container democ caching)
-cache_ttl = 3600
-TOML
+networked_toml mariadb "mysql://$DB_USER:$DB_PASS@127.0.0.1:$DB_PORT/bench" >"$WORK/containers.toml"
 
 PORT_A=$(pick_port)
 "$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_A" -U 0 -m 1024 -t "$SERVER_THREADS" \
@@ -347,27 +353,8 @@ INSERT INTO demo_test SELECT 'key:' || lpad(i::text, 8, '0'), lpad(i::text, 8, '
 VACUUM ANALYZE demo_test;
 SQL
 [[ "$(psql_pg -d bench -At -c 'SELECT count(*) FROM demo_test')" == "$KEYS" ]] || die "PostgreSQL preload failed"
-cat >"$WORK/containers-pg.toml" <<TOML
-[backend]
-kind = "postgres"
-url = "postgres://$PG_USER:$PG_PASS@127.0.0.1:$PG_PORT/bench?sslmode=disable"
-pool_size = $POOL
-writers = $WRITERS
-${THREAD_READERS:+thread_readers = $THREAD_READERS}
-${THREAD_WRITERS:+thread_writers = $THREAD_WRITERS}
-plugin_tables = "off"
-
-[options]
-w_batch_size = $W_BATCH
-cache_ttl = 3600
-plain_keys = "default_container"   # plain keys -> democ (caching), @@demo.k -> innodb_only
-default_container = "democ"
-
-$(container demo innodb_only)
-
-$(container democ caching)
-cache_ttl = 3600
-TOML
+networked_toml postgres "postgres://$PG_USER:$PG_PASS@127.0.0.1:$PG_PORT/bench?sslmode=disable" \
+  >"$WORK/containers-pg.toml"
 PORT_D=$(pick_port)
 while [[ "$PORT_D" == "$PORT_A" || "$PORT_D" == "$PORT_B" || "$PORT_D" == "${PORT_C:-}" ]]; do PORT_D=$(pick_port); done
 "$WORK/sqlcached" -l 127.0.0.1 -p "$PORT_D" -U 0 -m 1024 -t "$SERVER_THREADS" \
