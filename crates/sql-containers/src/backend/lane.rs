@@ -109,6 +109,31 @@ fn get_keys(job: &Job) -> &[Vec<u8>] {
     }
 }
 
+/// `first` and the jobs queued behind it that `joins` and that are for the same container,
+/// until their `size` adds up to `most`; with the first queued job that does not join (it
+/// runs next, so the queue's order is kept).
+fn gather(
+    first: Job,
+    rx: &mut mpsc::UnboundedReceiver<Job>,
+    joins: impl Fn(&Job) -> bool,
+    size: impl Fn(&Job) -> usize,
+    most: usize,
+) -> (Vec<Job>, Option<Job>) {
+    let mut n = size(&first);
+    let mut jobs = vec![first];
+    while n < most {
+        match rx.try_recv() {
+            Ok(j) if joins(&j) && same_container(&j, &jobs[0]) => {
+                n += size(&j);
+                jobs.push(j);
+            }
+            Ok(j) => return (jobs, Some(j)),
+            Err(_) => break,
+        }
+    }
+    (jobs, None)
+}
+
 /// Whether two jobs are for the same container.
 fn same_container(a: &Job, b: &Job) -> bool {
     match (a, b) {
@@ -181,22 +206,7 @@ impl<D: LaneDb> AsyncLane<D> {
     /// [`READ_GROUP`] keys) are read by one statement, and each is answered its rows.
     /// Returns the first queued job that is not one of them, to run next.
     async fn read_group(&mut self, first: Job, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
-        let mut jobs = vec![first];
-        let mut rest = None;
-        let mut n = get_keys(&jobs[0]).len();
-        while n < READ_GROUP {
-            match rx.try_recv() {
-                Ok(j) if self.mergeable(&j) && same_container(&j, &jobs[0]) => {
-                    n += get_keys(&j).len();
-                    jobs.push(j);
-                }
-                Ok(j) => {
-                    rest = Some(j);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
+        let (mut jobs, rest) = gather(first, rx, |j| self.mergeable(j), |j| get_keys(j).len(), READ_GROUP);
         if jobs.len() == 1 {
             self.handle(jobs.pop().expect("one job")).await;
             return rest;
@@ -236,18 +246,7 @@ impl<D: LaneDb> AsyncLane<D> {
     /// then each is answered (so each reply still follows its commit). Returns the first
     /// queued job that is not one of them, to run next (the queue's order is kept).
     async fn set_group(&mut self, first: Job, rx: &mut mpsc::UnboundedReceiver<Job>) -> Option<Job> {
-        let mut jobs = vec![first];
-        let mut rest = None;
-        while jobs.len() < SET_GROUP {
-            match rx.try_recv() {
-                Ok(j) if self.blind(&j) && same_container(&j, &jobs[0]) => jobs.push(j),
-                Ok(j) => {
-                    rest = Some(j);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
+        let (jobs, rest) = gather(first, rx, |j| self.blind(j), |_| 1, SET_GROUP);
         let parts: Vec<(&Arc<Mapping>, &Op)> = jobs
             .iter()
             .filter_map(|j| match j {
