@@ -102,7 +102,19 @@ def test_sqlcached_pg_front_is_never_stale(fcdb, direct_dsn):
         print("sqlcached query cache:", {k: v for k, v in px.stats().items() if k.startswith(("pg_query_cache", "wal_"))})
         assert hits and hits > 0, "the cache answered nothing: the test would prove nothing about it"
         # Its results are a share of -m (docs/memory.md), bounded by --pg-query-cache-size (64m).
+        # The checker's last case may have invalidated every result: fill one, then read the share.
+        import psycopg
+        import time
+        with psycopg.connect(direct_dsn, autocommit=True) as c:
+            c.execute("CREATE TABLE IF NOT EXISTS memory_probe (id int PRIMARY KEY)")
+            c.execute("INSERT INTO memory_probe VALUES (1) ON CONFLICT DO NOTHING")
+        deadline = time.monotonic() + 15
+        with psycopg.connect(px.dsn(database="fc"), autocommit=True) as c:
+            while int(px.stats()["pg_query_cache_entries"]) == 0 and time.monotonic() < deadline:
+                c.execute("SELECT id FROM memory_probe WHERE id = 1").fetchall()
+                time.sleep(0.1)
         st = px.stats()
+        assert int(st["pg_query_cache_entries"]) > 0, st
         assert int(st["memory_pg_query_cache_max"]) == 64 << 20, st.get("memory_pg_query_cache_max")
         assert 0 < int(st["memory_pg_query_cache"]) <= int(st["memory_pg_query_cache_max"])
 

@@ -98,6 +98,8 @@ pub struct PostgresConfig {
     /// `--pg-query-cache-in-transactions never|read-only|until-write`: which reads inside
     /// transactions are answered from memory (default read-only, as the MySQL cache's).
     pub cache_in_transactions: crate::querycache::InTransactions,
+    /// Whether a `--pg-query-cache-*` flag was given (refused without the cache to apply to).
+    pub cache_flags_given: bool,
 }
 
 impl Default for PostgresConfig {
@@ -124,6 +126,7 @@ impl Default for PostgresConfig {
             cache_limit: 1 << 20,
             cache_max_lag_ms: 100,
             cache_in_transactions: crate::querycache::InTransactions::ReadOnly,
+            cache_flags_given: false,
         }
     }
 }
@@ -161,6 +164,7 @@ impl PostgresConfig {
     /// Applies one flag of [`FLAGS`] with its value.
     pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
         let bad = || format!("Invalid value for --{flag}: '{v}'");
+        self.cache_flags_given |= flag.starts_with("pg-query-cache-");
         match flag {
             "pg-listen" => self.listen = Some(v.to_string()),
             "pg-backend" => {
@@ -254,6 +258,19 @@ impl PostgresConfig {
             return Err("--pg-drop-slot needs --pg-backend HOST:PORT and --pg-user USER (the role that may drop the \
                         slot) to reach the server"
                 .into());
+        }
+        if self.cache_flags_given && self.listen.is_none() {
+            return Err("--pg-query-cache-* settings apply to the PostgreSQL front's query cache: give --pg-listen \
+                        too"
+            .into());
+        }
+        if self.cache_flags_given && !self.cache {
+            return Err("--pg-query-cache-* settings are given but --pg-query-cache is off: nothing would use them \
+                        (drop them, or turn the cache on)"
+                .into());
+        }
+        if self.cache_limit > self.cache_size {
+            return Err("--pg-query-cache-limit cannot be larger than --pg-query-cache-size".into());
         }
         if self.listen.is_none() && !wal_rules && !self.drop_slot {
             if given {
@@ -415,6 +432,17 @@ mod tests {
         assert!(c.set("pg-max-connections", "0").is_err());
         c.set("pg-login-timeout", "5").unwrap();
         assert_eq!(c.login_timeout, Duration::from_secs(5));
+        c.set("pg-query-cache-size", "1m").unwrap();
+        c.set("pg-tls-key", "a.key").unwrap();
+        c.validate(false).unwrap();
+        c.set("pg-query-cache-limit", "2m").unwrap();
+        assert!(c.validate(false).unwrap_err().contains("cannot be larger"));
+        c.set("pg-query-cache-limit", "1k").unwrap();
+        c.set("pg-query-cache", "off").unwrap();
+        assert!(c.validate(false).unwrap_err().contains("--pg-query-cache is off"));
+        let mut unused = PostgresConfig::default();
+        unused.set("pg-query-cache-max-lag", "10").unwrap();
+        assert!(unused.validate(false).unwrap_err().contains("give --pg-listen"));
         let mut lone = PostgresConfig::default();
         lone.set("pg-user", "app").unwrap();
         assert!(lone.validate(false).unwrap_err().contains("--pg-listen"));
