@@ -98,6 +98,7 @@ pub fn apply(watched: &[Watched], change: &Change, first: bool) {
 fn rows_changed(w: &Watched, schema: &TableSchema, key: usize, rows: &[Vec<Value>], kind: &RowsKind, first: bool) {
     let key_of = |img: &Vec<Value>| img.get(key).and_then(value_bytes);
     let drop = |k: &[u8]| {
+        w.copy.changed(k);
         w.copy.engine.access(k, engine::Receipt::none()).remove();
         if first {
             w.stats.invalidated(1);
@@ -112,6 +113,9 @@ fn rows_changed(w: &Watched, schema: &TableSchema, key: usize, rows: &[Vec<Value
     };
     let after = |img: &Vec<Value>| {
         let Some(k) = key_of(img) else { return };
+        // Reads in flight read the table before this change (or before it was visible):
+        // their fills must not stay.
+        w.copy.changed(&k);
         let row = row_of(img);
         let expect: Option<&Expect> = w.copy.expect.as_deref();
         if let (true, Some(row), Some(x)) = (first, &row, expect) {
@@ -146,6 +150,7 @@ fn rows_changed(w: &Watched, schema: &TableSchema, key: usize, rows: &[Vec<Value
 
 /// Drops a container's whole memory copy (counted as one invalidation unless a recheck).
 fn flush(w: &Watched, counted: bool) {
+    w.copy.changed_all();
     w.copy.engine.flush_all(0, engine::Receipt::none());
     if counted {
         w.stats.invalidated(1);
@@ -331,6 +336,30 @@ mod tests {
         apply(ws, &rows(RowsKind::Insert, vec![img("r", "a", 1, 0)]), true);
         apply(ws, &update(img("r", "a", 1, 0), img("s", "a", 1, 0)), true);
         assert_eq!(copy_of(&w, "r"), None);
+    }
+
+    #[test]
+    fn a_read_slower_than_the_change_and_its_recheck_keeps_nothing() {
+        let (_d, w) = watched();
+        let ws = std::slice::from_ref(&w);
+        let old = Row { value: b"x|1".to_vec(), flags: 0, cas: 0, exptime: 0 };
+        let change = update(img("p", "x", 1, 0), img("p", "y", 2, 0));
+        // A miss read the table before the change was visible; the change and its recheck
+        // were applied while it was on its way back; then it fills.
+        let stamp = w.copy.stamp(b"p");
+        apply(ws, &change, true);
+        apply(ws, &change, false);
+        assert!(!w.copy.fill_read(&w.container, b"p", &old, stamp));
+        assert_eq!(copy_of(&w, "p"), None, "the row of before the change stays out");
+        // Another key's change, or none: the fill stays (the key's bucket did not move).
+        let stamp = w.copy.stamp(b"p");
+        apply(ws, &update(img("other", "a", 1, 0), img("other", "b", 2, 0)), true);
+        let other_bucket_moved = w.copy.stamp(b"p") != stamp;
+        assert_eq!(w.copy.fill_read(&w.container, b"p", &old, stamp), !other_bucket_moved);
+        // A whole-table change spoils every fill in flight.
+        let stamp = w.copy.stamp(b"p");
+        apply(ws, &Change::Table { db: "main".into(), table: "kv".into() }, true);
+        assert!(!w.copy.fill_read(&w.container, b"p", &old, stamp));
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //!   alone for a while, longer each time it still does not pay (`engine::backoff`). A
 //!   copy warming up (misses whose fills stay) is not paused.
 //! * flush empties both.
+//! * A fill never outlives a change it did not see: every change to a key (a binlog or WAL
+//!   event, its recheck, a write through sqlcached) bumps the generation of the key's bucket
+//!   before it touches the copy, and a read's fill is kept only if the generation it read
+//!   before going to the table is still the one after the fill (else the fill is removed: a
+//!   miss, never an old row kept for `cache_ttl`). A read slower than an event's recheck can
+//!   no longer leave the row it read before the change.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,6 +42,9 @@ const CACHE_HEADER: usize = 17;
 const WINDOW: u32 = 256;
 /// The copy pays back if at least one key in this many is a hit.
 const HIT_SHARE: u32 = 32;
+/// Buckets of keys whose changes are counted apart (a change to one bucket spoils only the
+/// fills of its keys that are in flight).
+const GEN_BUCKETS: usize = 1024;
 
 /// A `caching` container's memory copy and what keeps it worth its cost.
 pub struct Copy {
@@ -54,7 +63,13 @@ pub struct Copy {
     paused_until: AtomicU64,
     pause: Mutex<Backoff>,
     start: Instant,
+    /// Changes seen per bucket of keys, then (last) changes to the whole copy.
+    gens: Box<[AtomicU64]>,
 }
+
+/// What a read saw of the changes to its key before it went to the table ([`Copy::stamp`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Stamp(u64, u64);
 
 impl Copy {
     /// The copy in `engine`, written through when `expect` is given.
@@ -68,7 +83,43 @@ impl Copy {
             paused_until: AtomicU64::new(0),
             pause: Mutex::new(Backoff::default()),
             start: Instant::now(),
+            gens: (0..=GEN_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
         }
+    }
+
+    fn bucket(key: &[u8]) -> usize {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(key) as usize % GEN_BUCKETS
+    }
+
+    /// The changes to `key` seen so far: taken before reading the table for a fill.
+    pub fn stamp(&self, key: &[u8]) -> Stamp {
+        Stamp(self.gens[GEN_BUCKETS].load(Ordering::SeqCst), self.gens[Self::bucket(key)].load(Ordering::SeqCst))
+    }
+
+    /// `key`'s row changed (or may have): called before its copy is dropped or replaced.
+    pub fn changed(&self, key: &[u8]) {
+        self.gens[Self::bucket(key)].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Every row may have changed: called before the whole copy is dropped.
+    pub fn changed_all(&self) {
+        self.gens[GEN_BUCKETS].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Keeps `row`, read from the table after `stamp` was taken, unless `key` changed since:
+    /// checked after the fill too, so a change that came between the check and the fill
+    /// takes the fill away (the change's own drop may have run first).
+    pub(crate) fn fill_read(&self, c: &Container, key: &[u8], row: &Row, stamp: Stamp) -> bool {
+        if self.stamp(key) != stamp {
+            return false;
+        }
+        fill(c, &self.engine, key, row, false);
+        if self.stamp(key) != stamp {
+            self.engine.access(key, engine::Receipt::none()).remove();
+            return false;
+        }
+        true
     }
 
     fn now_ms(&self) -> u64 {
@@ -185,10 +236,13 @@ pub(crate) async fn caching_op(
             let hits = (keys.len() - miss.len()) as u32;
             if !miss.is_empty() {
                 let ks: Vec<&[u8]> = miss.iter().map(|&j| &keys[j][..]).collect();
+                let stamps: Vec<Stamp> = ks.iter().map(|k| copy.stamp(k)).collect();
                 let got = c.get_many(&ks).await?;
-                for (j, r) in miss.into_iter().zip(got) {
+                for ((j, r), stamp) in miss.into_iter().zip(got).zip(stamps) {
                     if let Some(r) = &r {
-                        fill(c, e, &keys[j], r, false);
+                        if !copy.fill_read(c, &keys[j], r, stamp) {
+                            stats.fill_raced();
+                        }
                     }
                     rows[j] = r;
                 }
@@ -199,6 +253,7 @@ pub(crate) async fn caching_op(
         }
         Request::Flush => {
             let r = c.execute(Request::Flush).await.map_err(Fail::from);
+            copy.changed_all();
             e.flush_all(0, engine::Receipt::none());
             r
         }
@@ -212,6 +267,7 @@ pub(crate) async fn caching_op(
             let r = c.execute(op).await.map_err(Fail::from);
             // Dropped whatever the outcome: a failed write may still have happened.
             for k in &keys {
+                copy.changed(k);
                 e.access(k, engine::Receipt::none()).remove();
             }
             r
@@ -228,6 +284,7 @@ async fn written_through(c: &Container, copy: &Copy, op: Request) -> Result<Repl
         unreachable!("a store");
     };
     let key = key.clone();
+    copy.changed(&key);
     e.access(&key, engine::Receipt::none()).remove();
     let exptime = if c.has_expire() { absolute_unix_exptime(*exptime, e.clock().unix_now()).max(0) } else { 0 };
     let flags = if c.has_flags() { *flags } else { 0 };
@@ -239,10 +296,12 @@ async fn written_through(c: &Container, copy: &Copy, op: Request) -> Result<Repl
             if let Some(x) = expect {
                 x.forget(&key);
             }
+            copy.changed(&key);
             e.access(&key, engine::Receipt::none()).remove();
         }
         // The outcome is unknown: the row may have been written (then its event fills).
         Err(_) => {
+            copy.changed(&key);
             e.access(&key, engine::Receipt::none()).remove();
         }
     }

@@ -11,7 +11,8 @@
 //! `container_<c>_written_through` (rows the binlog confirmed a write through sqlcached stored,
 //! put in the memory copy), `container_<c>_read_bypasses` (keys read from the table alone
 //! because reads kept missing the memory copy), `container_<c>_read_bypass_starts` (times
-//! that began), then `containers_backend_commits`, `containers_backend_connects`,
+//! that began), `container_<c>_fills_raced` (rows read from the table that were not kept in
+//! memory because the row changed while they were read), then `containers_backend_commits`, `containers_backend_connects`,
 //! `containers_backend_errors`, `containers_backend_lost_batches`,
 //! `containers_backend_lost_writes`, `containers_backend_reads_inline` (SQLite gets read on
 //! the worker's own connection).
@@ -41,6 +42,8 @@ pub struct ContainerStats {
     read_bypasses: AtomicU64,
     /// Times reads began to skip the memory copy.
     read_bypass_starts: AtomicU64,
+    /// Rows read for a fill that were not kept: the row changed while they were read.
+    fills_raced: AtomicU64,
     /// Operation latencies by [`OPS`] (with `--metrics-listen`).
     latency: [Histogram; 4],
 }
@@ -115,6 +118,11 @@ impl ContainerStats {
         bump(&self.read_bypasses, n);
     }
 
+    /// Count a row read for a fill and not kept (its key changed meanwhile).
+    pub fn fill_raced(&self) {
+        bump(&self.fills_raced, 1);
+    }
+
     /// Count a pause of the memory copy for reads.
     pub fn read_bypass_started(&self) {
         bump(&self.read_bypass_starts, 1);
@@ -133,7 +141,13 @@ impl ContainerStats {
             c.store(0, Ordering::Relaxed);
         }
         self.invalidations.store(0, Ordering::Relaxed);
-        for c in [&self.lag_bypasses, &self.written_through, &self.read_bypasses, &self.read_bypass_starts] {
+        for c in [
+            &self.lag_bypasses,
+            &self.written_through,
+            &self.read_bypasses,
+            &self.read_bypass_starts,
+            &self.fills_raced,
+        ] {
             c.store(0, Ordering::Relaxed);
         }
         self.latency.iter().for_each(Histogram::reset);
@@ -157,6 +171,7 @@ impl ContainerStats {
             ("written_through", &self.written_through),
             ("read_bypass", &self.read_bypasses),
             ("read_bypass_start", &self.read_bypass_starts),
+            ("fill_raced", &self.fills_raced),
         ] {
             ops.push(Series::new(l("op", op), Value::Counter(v(c))));
         }
@@ -185,6 +200,7 @@ impl ContainerStats {
             ("written_through", v(&self.written_through)),
             ("read_bypasses", v(&self.read_bypasses)),
             ("read_bypass_starts", v(&self.read_bypass_starts)),
+            ("fills_raced", v(&self.fills_raced)),
         ] {
             out.push((format!("container_{name}_{what}"), n));
         }
