@@ -2,11 +2,13 @@
 (binary results) and SQLAlchemy's ORM on psycopg 3, unchanged but for the port. Repeated reads
 are answered by the cache (pg_query_cache_hits grows); a write through the front is seen by
 the very next read, one made straight on PostgreSQL once it reached the cache through the WAL
-(within WAL_BOUND, 100 ms: issue 41 item 3; freshness.py holds reads to the same bound). Not
-cached: asyncpg's fetchrow/fetchval (an Execute limited to one row ends in PortalSuspended,
-not a complete result; fetch is cached) and reads inside a
-transaction go to PostgreSQL (an ORM session's default; counted as
-pg_query_cache_not_cacheable_transaction): an ORM's reads are served with autocommit reads."""
+(within WAL_BOUND, 100 ms: issue 41 item 3; freshness.py holds reads to the same bound).
+asyncpg's fetchrow/fetchval (an Execute limited to one row, ending in PortalSuspended) are
+cached outside transaction blocks, where the Sync ends the portal; inside one the portal stays
+open for the client's next Execute, so they go to PostgreSQL (a cursor over it still works).
+Reads inside a transaction go to PostgreSQL under the default policy (an ORM session's
+default; counted as pg_query_cache_not_cacheable_transaction): an ORM's reads are served with
+autocommit reads."""
 import asyncio
 import time
 
@@ -92,6 +94,49 @@ def test_asyncpg_prepared_reads_hit_and_stay_fresh(cached, direct_dsn):
     assert answered, f"repeated prepared reads were not answered by the cache: {st}"
 
 
+def test_asyncpg_fetchrow_and_fetchval_hit_outside_transactions(cached, direct_dsn):
+    async def run():
+        pg = cached.backend
+        conn = await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{cached.pg_port}/fc",
+                                     ssl=False)
+        try:
+            sql = "SELECT name FROM drv.items WHERE id = $1"
+            assert await conn.fetchval(sql, 21) == "item 21"
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                before = hits(cached)
+                await conn.fetchval(sql, 21)
+                if hits(cached) > before:
+                    break
+                await asyncio.sleep(0.1)
+            before = hits(cached)
+            for _ in range(20):
+                assert await conn.fetchval(sql, 21) == "item 21"
+                assert (await conn.fetchrow(sql, 21))["name"] == "item 21"
+            answered = hits(cached) - before
+            # More rows than the limit: fetchrow gets the first, as from PostgreSQL.
+            many = "SELECT id FROM drv.items WHERE id <= $1 ORDER BY id"
+            for _ in range(3):
+                assert await conn.fetchval(many, 5) == 1
+            # Fresh: a direct write is seen within the WAL bound.
+            direct(direct_dsn, "UPDATE drv.items SET name = 'renamed 21' WHERE id = 21")
+            await asyncio.sleep(WAL_BOUND)
+            assert await conn.fetchval(sql, 21) == "renamed 21"
+            # In a transaction block the limited portal stays open on the server: a cursor
+            # fetching it in steps (Execute with a row limit, again and again) works.
+            async with conn.transaction():
+                cur = await conn.cursor(many, 5)
+                assert [r["id"] for r in await cur.fetch(2)] == [1, 2]
+                assert [r["id"] for r in await cur.fetch(2)] == [3, 4]
+                assert await conn.fetchval(sql, 21) == "renamed 21"
+            return answered
+        finally:
+            await conn.close()
+
+    answered = asyncio.run(run())
+    assert answered >= 30, f"fetchrow/fetchval were not answered by the cache: {answered} hits of 40"
+
+
 def test_sqlalchemy_orm_reads_hit_and_stay_fresh(cached, direct_dsn):
     from sqlalchemy import Numeric, String, create_engine, select
     from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -140,3 +185,43 @@ def test_sqlalchemy_orm_reads_hit_and_stay_fresh(cached, direct_dsn):
     finally:
         engine.dispose()
         tx_engine.dispose()
+
+
+def test_a_suspended_reply_is_not_answered_inside_a_transaction(cached, fcdb, direct_dsn):
+    """Under until-write, reads in transactions are answered from memory, but not one whose
+    stored reply is a suspended portal (fetchval's): in a transaction block PostgreSQL keeps
+    that portal open, and a later Execute of it must find it there. (`cached`: the table.)"""
+    from harness.pgproxy import start_pgproxy
+
+    async def run(px):
+        pg = px.backend
+        conn = await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{px.pg_port}/fc", ssl=False)
+        try:
+            sql = "SELECT name FROM drv.items WHERE id = $1"
+            plain = "SELECT name FROM drv.items WHERE id = 33"
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                before = hits(px)
+                await conn.fetchval(sql, 33)
+                await conn.fetch(plain)
+                if hits(px) >= before + 2:
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError(f"never answered by the cache: {px.stats()}")
+            async with conn.transaction():
+                before = hits(px)
+                assert (await conn.fetch(plain))[0]["name"] == "item 33"
+                in_tx_hits = hits(px) - before
+                before = hits(px)
+                assert await conn.fetchval(sql, 33) == "item 33"
+                suspended_hits = hits(px) - before
+            return in_tx_hits, suspended_hits
+        finally:
+            await conn.close()
+
+    with start_pgproxy(fcdb, "--pg-database", "fc", "--pg-slot", "drv_uw", "--pg-publication", "drv_uw",
+                       "--pg-query-cache-in-transactions", "until-write") as px:
+        in_tx_hits, suspended_hits = asyncio.run(run(px))
+    assert in_tx_hits == 1, "until-write answers a complete reply inside the transaction"
+    assert suspended_hits == 0, "a suspended portal's reply was answered inside a transaction"

@@ -394,10 +394,14 @@ fn hit_or_fill(
 
 /// A read inside a transaction the policy lets the cache answer: the stored reply with its
 /// ReadyForQuery saying "in a transaction"; a miss goes to the server and fills nothing
-/// (a transaction's snapshot may be older than the cache's rows).
+/// (a transaction's snapshot may be older than the cache's rows). A reply whose portal was
+/// suspended (an Execute's row limit) is not answered: in a transaction block the portal
+/// would stay open on the server for the client's next Execute.
 fn hit_in_tx(cache: &crate::cache::PgCache, key: &crate::cache::Key) -> Answer {
-    match cache.lookup(key) {
-        Some(mut bytes) if bytes.ends_with(&[b'Z', 0, 0, 0, 5, b'I']) => {
+    const SUSPENDED_THEN_IDLE: &[u8] = &[b's', 0, 0, 0, 4, b'Z', 0, 0, 0, 5, b'I'];
+    let usable = |b: &[u8]| b.ends_with(&[b'Z', 0, 0, 0, 5, b'I']) && !b.ends_with(SUSPENDED_THEN_IDLE);
+    match cache.lookup_if(key, usable) {
+        Some(mut bytes) => {
             if let Some(status) = bytes.last_mut() {
                 *status = b'T';
             }

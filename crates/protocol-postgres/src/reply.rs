@@ -109,21 +109,22 @@ impl Reply {
     }
 
     /// Whether this reply could be stored and replayed for the same request: complete,
-    /// exactly one statement with at most one result set description (none: an Execute of
-    /// a statement the client described when it prepared it, as asyncpg sends), and nothing
-    /// that makes it more than its rows (no error, notice, parameter change, COPY,
-    /// suspended portal or oddity). The caller still decides by the transaction status and
-    /// its own policy.
+    /// exactly one statement (completed, or its portal suspended at the Execute's row limit)
+    /// with at most one result set description (none: an Execute of a statement the client
+    /// described when it prepared it, as asyncpg sends), and nothing that makes it more than
+    /// its rows (no error, notice, parameter change, COPY or oddity). The caller still
+    /// decides by the transaction status and its own policy: a suspended portal is over only
+    /// if the ReadyForQuery says idle (the Sync ended its implicit transaction, and the
+    /// portal with it).
     pub fn storable(&self) -> bool {
         self.done
             && !self.error
             && self.notices == 0
             && !self.parameters_changed
             && !self.copy
-            && !self.suspended
             && !self.unexpected
             && !self.empty_query
-            && self.commands == 1
+            && self.commands + u32::from(self.suspended) == 1
             && self.result_sets <= 1
     }
 }
@@ -236,6 +237,23 @@ mod tests {
         select_one(&mut notice);
         TransactionStatus::Idle.write(&mut notice);
         assert!(!feed_all(&notice).0.storable());
+    }
+
+    #[test]
+    fn a_suspended_portal_is_one_statement() {
+        // asyncpg's fetchrow: Bind, Execute (1 row), Sync: the row, then PortalSuspended.
+        let mut wire = Vec::new();
+        BackendMessage::BindComplete.write(&mut wire);
+        DataRow::write(&mut wire, &[Some(b"1")]);
+        BackendMessage::PortalSuspended.write(&mut wire);
+        TransactionStatus::Idle.write(&mut wire);
+        let (r, _) = feed_all(&wire);
+        assert!(r.suspended && r.storable());
+        let mut both = Vec::new();
+        select_one(&mut both);
+        BackendMessage::PortalSuspended.write(&mut both);
+        TransactionStatus::Idle.write(&mut both);
+        assert!(!feed_all(&both).0.storable(), "a completed statement and a suspended one are two");
     }
 
     #[test]

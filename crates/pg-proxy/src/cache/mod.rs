@@ -355,6 +355,12 @@ impl PgCache {
 
     /// The stored reply for `key` (RowDescription .. ReadyForQuery), counting a hit.
     pub fn lookup(&self, key: &Key) -> Option<Vec<u8>> {
+        self.lookup_if(key, |_| true)
+    }
+
+    /// The stored reply for `key` if `usable` says it may answer here (a hit), else None (a
+    /// miss).
+    pub fn lookup_if(&self, key: &Key, usable: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
         if !self.is_online() || key.bytes.len() > MAX_KEY {
             return None;
         }
@@ -366,7 +372,7 @@ impl PgCache {
         let out = engine::ops::get(&self.engine, &key.hash, Default::default(), Receipt::none(), |it| {
             let v = it?.value();
             let n = u32::from_le_bytes(v.get(..4)?.try_into().ok()?) as usize;
-            (v.get(4..4 + n)? == kb.as_slice()).then(|| v[4 + n..].to_vec())
+            (v.get(4..4 + n)? == kb.as_slice() && usable(&v[4 + n..])).then(|| v[4 + n..].to_vec())
         });
         match out.is_some() {
             true => self.counters.hits.fetch_add(1, Relaxed),
