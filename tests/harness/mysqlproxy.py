@@ -24,10 +24,10 @@ CACHE_COUNTERS = ("Qcache_hits", "Qcache_inserts", "Qcache_not_cached")
 _server_ids = itertools.count(0x5C51)
 
 
-def stats(port: int, host: str = "127.0.0.1") -> dict:
-    """`stats` on a memcached port as {name: int or str}."""
+def stats(port: int, host: str = "127.0.0.1", group: str = "") -> dict:
+    """`stats [group]` on a memcached port as {name: int or str}."""
     with socket.create_connection((host, port), timeout=5) as s:
-        s.sendall(b"stats\r\n")
+        s.sendall(f"stats {group}".strip().encode() + b"\r\n")
         buf = b""
         while not buf.endswith(b"END\r\n"):
             chunk = s.recv(65536)

@@ -27,9 +27,9 @@ class PgProxy(Server):
             self.stop()
             raise
 
-    def stats(self) -> dict:
-        """This server's `stats`."""
-        return stats(self.port)
+    def stats(self, group: str = "") -> dict:
+        """This server's `stats` (`stats <group>` if given)."""
+        return stats(self.port, group=group)
 
     def dsn(self, user=None, password=None, database="postgres", **params) -> str:
         """A libpq connection string to the front (TLS off unless `sslmode` is given)."""

@@ -223,7 +223,26 @@ def test_postgres_query_cache_on_the_page(postgres):
             for _ in range(200):
                 c.execute("SELECT v FROM status_page WHERE id = 1").fetchone()
             dom = chromium("--dump-dom", f"http://127.0.0.1:{mport}/", budget_ms=500).stdout
+            c.execute("UPDATE status_page SET v = 'uno' WHERE id = 1")
+            c.execute("SELECT now()").fetchone()
+            lines = px.stats("pg_queries")
     cache = text_of(dom, "pg-cache")
+    # The statement digest table (issue 41 item 5), as the MySQL one: on the page and in
+    # `stats pg_queries`, literals shown as ?.
+    section = re.search(r'<section id="pg-statements" class="([^"]*)"', dom)
+    assert section and "hidden" not in section.group(1), "the PostgreSQL statements table is shown"
+    rows = re.findall(r'<tr class="pg-query">(.*?)</tr>', dom)
+    read = [r for r in rows if "SELECT v FROM status_page WHERE id = ?" in r]
+    assert read, rows
+    count, hits, misses = (figure(x) for x in re.findall(r'<td class="v"[^>]*>([^<]*)</td>', read[0])[:3])
+    assert count >= 250 and hits >= 200 and hits + misses <= count, read[0]
+    texts = {k: v for k, v in lines.items() if k.endswith(":text")}
+    update = next(k.split(":")[1] for k, v in texts.items() if v == "UPDATE status_page SET v = ? WHERE id = ?")
+    assert int(lines[f"pg_query:{update}:writes"]) == 1, lines
+    i = next(k.split(":")[1] for k, v in texts.items() if v == "SELECT v FROM status_page WHERE id = ?")
+    assert int(lines[f"pg_query:{i}:hits"]) >= 200, lines
+    now = next(k.split(":")[1] for k, v in texts.items() if v == "SELECT now()")
+    assert int(lines[f"pg_query:{now}:not_cached"]) == 1 and lines[f"pg_query:{now}:not_cached_reason"], lines
     # (psycopg prepares a statement after 5 executions: a named statement is a second result)
     assert cache.startswith("online, ") and re.search(r" hits, [12] results \(", cache) and "WAL lag " in cache, cache
     assert float(cache.split(", ")[1].split(" %")[0]) > 50, cache

@@ -138,19 +138,8 @@ impl Proxy {
         use engine::stats::Kind;
         let Some(cache) = &self.cache else { return };
         for (i, d) in cache.digests(n).iter().enumerate() {
-            let f = |field: &str| format!("query:{}:{field}", i + 1);
-            sink.stat(&f("text"), Kind::Info, &d.text.replace(['\r', '\n'], " "));
-            sink.stat(&f("count"), Kind::Counter, &d.count);
-            sink.stat(&f("hits"), Kind::Counter, &d.hits);
-            sink.stat(&f("misses"), Kind::Counter, &d.misses);
-            sink.stat(&f("not_cached"), Kind::Counter, &d.not_cached);
-            sink.stat(&f("not_cached_reason"), Kind::Info, &d.reason);
-            sink.stat(&f("writes"), Kind::Counter, &d.writes);
-            sink.stat(&f("backend_us"), Kind::Counter, &d.backend_us);
-            sink.stat(&f("bytes"), Kind::Counter, &d.bytes);
-            sink.stat(&f("invalidations"), Kind::Counter, &d.invalidations);
-            sink.stat(&f("bypassed"), Kind::Counter, &d.bypassed);
-            sink.stat(&f("bypassed_now"), Kind::Gauge, &u64::from(cache.bypassed(d.id)));
+            querycache::digests::write_row("query", i + 1, d, sink);
+            sink.stat(&format!("query:{}:bypassed_now", i + 1), Kind::Gauge, &u64::from(cache.bypassed(d.id)));
         }
     }
 

@@ -135,6 +135,15 @@ impl Proxy {
         }
     }
 
+    /// The query cache's digest table, top `n` statements by executions, as `stats
+    /// pg_queries` lines (`pg_query:<i>:<field>`).
+    pub fn write_digests(&self, n: usize, sink: &mut dyn engine::stats::StatSink) {
+        let Some((cache, _)) = &self.cache else { return };
+        for (i, d) in cache.digests(n).iter().enumerate() {
+            sql_source::digests::write_row("pg_query", i + 1, d, sink);
+        }
+    }
+
     /// Notes whether a login could reach the backend; logs each change once (not once per
     /// client while the backend is down).
     pub fn backend_reached(&self, up: bool, why: &str) {

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 use protocol_postgres::{backend_limit, frontend_limit, TransactionStatus};
+use sql_source::digests::Outcome;
 
 use crate::cache::session::{CacheState, Effect};
 use crate::cache::{Fill, Plan};
@@ -59,7 +60,8 @@ enum Action {
     /// Nothing.
     None,
     /// Store the reply (collected as it is relayed) unless it cannot be kept.
-    Fill { fill: Fill, reply: Vec<u8>, shape: protocol_postgres::Reply, whole: bool },
+    /// `digest`, `at`: the statement's row in the digest table, and when it was sent.
+    Fill { fill: Fill, reply: Vec<u8>, shape: protocol_postgres::Reply, whole: bool, digest: Option<u64>, at: Instant },
     /// Drop what the unit wrote, before the client sees its ReadyForQuery.
     Wrote(Effect),
 }
@@ -377,19 +379,41 @@ fn hit_or_fill(
     key: crate::cache::Key,
     tags: Vec<crate::cache::Tag>,
     otherwise: Action,
+    digest: Option<u64>,
 ) -> Answer {
     match cache.lookup(&key) {
-        Some(bytes) => Answer::Hit(bytes),
+        Some(bytes) => {
+            answered(cache, digest, Outcome::Hit, 0, bytes.len());
+            Answer::Hit(bytes)
+        }
         None => match cache.begin_fill(key, tags) {
             Some(fill) => Answer::Forward(Action::Fill {
                 fill,
                 reply: Vec::new(),
                 shape: protocol_postgres::Reply::new(),
                 whole: true,
+                digest,
+                at: Instant::now(),
             }),
-            None => Answer::Forward(otherwise),
+            None => {
+                answered(cache, digest, Outcome::NotCached("offline"), 0, 0);
+                Answer::Forward(otherwise)
+            }
         },
     }
+}
+
+/// How the statement of the digest table's row `digest` was answered.
+fn answered(cache: &crate::cache::PgCache, digest: Option<u64>, outcome: Outcome, us: u64, bytes: usize) {
+    if let Some(d) = digest {
+        cache.digests.answered(d, outcome, us, bytes as u64);
+    }
+}
+
+/// A read the cache does not answer, and why (its counter and its digest's row).
+fn not_cached(cache: &crate::cache::PgCache, digest: Option<u64>, why: &'static str) {
+    cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
+    answered(cache, digest, Outcome::NotCached(why), 0, 0);
 }
 
 /// A read inside a transaction the policy lets the cache answer: the stored reply with its
@@ -397,7 +421,7 @@ fn hit_or_fill(
 /// (a transaction's snapshot may be older than the cache's rows). A reply whose portal was
 /// suspended (an Execute's row limit) is not answered: in a transaction block the portal
 /// would stay open on the server for the client's next Execute.
-fn hit_in_tx(cache: &crate::cache::PgCache, key: &crate::cache::Key) -> Answer {
+fn hit_in_tx(cache: &crate::cache::PgCache, key: &crate::cache::Key, digest: Option<u64>) -> Answer {
     const SUSPENDED_THEN_IDLE: &[u8] = &[b's', 0, 0, 0, 4, b'Z', 0, 0, 0, 5, b'I'];
     let usable = |b: &[u8]| b.ends_with(&[b'Z', 0, 0, 0, 5, b'I']) && !b.ends_with(SUSPENDED_THEN_IDLE);
     match cache.lookup_if(key, usable) {
@@ -405,9 +429,13 @@ fn hit_in_tx(cache: &crate::cache::PgCache, key: &crate::cache::Key) -> Answer {
             if let Some(status) = bytes.last_mut() {
                 *status = b'T';
             }
+            answered(cache, digest, Outcome::Hit, 0, bytes.len());
             Answer::Hit(bytes)
         }
-        _ => Answer::Forward(Action::None),
+        _ => {
+            answered(cache, digest, Outcome::Miss, 0, 0);
+            Answer::Forward(Action::None)
+        }
     }
 }
 
@@ -423,23 +451,27 @@ fn held_sync(f: &mut Flow, proxy: &Proxy) -> Answer {
         // Not a cacheable read: the transaction may have written (conservative).
         state.tx.wrote = true;
     }
+    let digest = state.digest;
     match plan {
         Some(Plan::Cached(key, _)) if in_tx => match state.tx_may_hit(cache.in_transactions, session) {
-            true => hit_in_tx(cache, &key),
+            true => hit_in_tx(cache, &key, digest),
             false => {
-                cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
+                not_cached(cache, digest, "transaction");
                 Answer::Forward(wrote)
             }
         },
-        Some(Plan::Cached(key, tags)) => hit_or_fill(cache, key, tags, wrote),
+        Some(Plan::Cached(key, tags)) => hit_or_fill(cache, key, tags, wrote, digest),
         Some(Plan::Forward(why)) => {
-            cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
+            not_cached(cache, digest, why);
             Answer::Forward(wrote)
         }
-        Some(Plan::Write(_)) => Answer::Forward(wrote),
-        // Not one statement into the unnamed portal with all rows, or not a read.
+        Some(Plan::Write(_)) => {
+            answered(cache, digest, Outcome::Write, 0, 0);
+            Answer::Forward(wrote)
+        }
+        // Not one statement into the unnamed portal, or not a read.
         None => {
-            cache.counters.not_cacheable[crate::cache::reason_index("extended")].fetch_add(1, Ordering::Relaxed);
+            not_cached(cache, digest, "extended");
             Answer::Forward(wrote)
         }
     }
@@ -465,23 +497,28 @@ fn query(f: &mut Flow, body: Option<&[u8]>, proxy: &Proxy) -> Answer {
     };
     let idle = f.pending == 0 && f.session.status == Some(protocol_postgres::TransactionStatus::Idle);
     let Flow { cache: state, session, .. } = f;
-    match state.query(cache, session, db, text) {
-        Plan::Cached(key, tags) if idle => hit_or_fill(cache, key, tags, Action::None),
+    let plan = state.query(cache, session, db, text);
+    let digest = state.digest;
+    match plan {
+        Plan::Cached(key, tags) if idle => hit_or_fill(cache, key, tags, Action::None, digest),
         Plan::Cached(key, _) if f.pending == 0 && state.tx_may_hit(cache.in_transactions, session) => {
-            hit_in_tx(cache, &key)
+            hit_in_tx(cache, &key, digest)
         }
         Plan::Cached(..) => {
-            cache.counters.not_cacheable[crate::cache::reason_index("transaction")].fetch_add(1, Ordering::Relaxed);
+            not_cached(cache, digest, "transaction");
             Answer::Forward(Action::None)
         }
         Plan::Forward(why) => {
-            cache.counters.not_cacheable[crate::cache::reason_index(why)].fetch_add(1, Ordering::Relaxed);
+            not_cached(cache, digest, why);
             Answer::Forward(Action::None)
         }
-        Plan::Write(tables) => Answer::Forward(Action::Wrote(match tables {
-            Some(t) => Effect::Tables(t),
-            None => Effect::All,
-        })),
+        Plan::Write(tables) => {
+            answered(cache, digest, Outcome::Write, 0, 0);
+            Answer::Forward(Action::Wrote(match tables {
+                Some(t) => Effect::Tables(t),
+                None => Effect::All,
+            }))
+        }
     }
 }
 
@@ -602,7 +639,8 @@ async fn down(br: &mut Reader, cw: &tokio::sync::Mutex<Writer>, flow: &Mutex<Flo
 fn finish(cache: &crate::cache::PgCache, f: &mut Flow, action: Option<Action>, before: Option<TransactionStatus>) {
     let now = f.session.status;
     match action {
-        Some(Action::Fill { fill, reply, shape, whole }) => {
+        Some(Action::Fill { fill, reply, shape, whole, digest, at }) => {
+            answered(cache, digest, Outcome::Miss, at.elapsed().as_micros() as u64, reply.len());
             if whole && crate::cache::storable(&shape) && before == Some(TransactionStatus::Idle) {
                 cache.finish_fill(fill, &reply);
             } else {

@@ -52,7 +52,8 @@ mod ast;
 pub mod bypass;
 mod cache;
 pub mod config;
-pub mod digests;
+/// The statement digest table: one type for every query cache (`sql_source::digests`).
+pub use sql_source::digests;
 pub mod effects;
 pub mod flight;
 mod funcs;

@@ -11,7 +11,8 @@
 //!   rechecks for the window between the log and visibility;
 //! - [`check`]: whether a source can follow the tables a cache names (its [`check::Verdict`]);
 //! - [`fresh`]: the freshness bound (answer from memory only while the follower is close
-//!   to the head).
+//!   to the head);
+//! - [`digests`]: a query cache's statement digest table (how each statement was answered).
 //!
 //! Sources depend on this crate; the caches (server, proxies) speak only its words, and
 //! name a source only where they start its follower.
@@ -20,6 +21,7 @@
 
 mod change;
 pub mod check;
+pub mod digests;
 pub mod feeds;
 mod follow;
 pub mod fresh;

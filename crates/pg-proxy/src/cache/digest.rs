@@ -15,6 +15,20 @@ pub fn slot_of(text: &str) -> Option<usize> {
     text.strip_prefix("987654321987650")?.parse().ok()
 }
 
+/// A digest's text as people read it: each sentinel shown as `?`.
+pub fn display(text: &str) -> String {
+    const MARK: &str = "987654321987650";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(MARK) {
+        out.push_str(&rest[..i]);
+        out.push('?');
+        rest = rest[i + MARK.len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The text with sentinels in place of literals, and the literals (strings without their
 /// quotes, `''` made `'`; numbers as written).
 pub fn digest(sql: &str) -> Option<(String, Vec<String>)> {
@@ -114,6 +128,7 @@ mod tests {
         assert_eq!(t, format!("select \"a'b\" from t1 where x = {} and y = {} and z = $1", sentinel(0), sentinel(1)));
         assert_eq!(l, ["it's", "1.5"]);
         assert_eq!(slot_of(&sentinel(7)), Some(7));
+        assert_eq!(display(&t), "select \"a'b\" from t1 where x = ? and y = ? and z = $1");
         for s in [
             "SELECT 1 -- c",
             "SELECT /* c */ 1",

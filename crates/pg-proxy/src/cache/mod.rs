@@ -139,6 +139,9 @@ pub struct PgCache {
     pub in_transactions: config::querycache::InTransactions,
     /// The counters.
     pub counters: Counters,
+    /// The statement digest table (one type with the MySQL cache's): how each normalized
+    /// statement was answered.
+    pub digests: sql_source::digests::Digests,
     hasher: std::hash::RandomState,
     /// Analyses by digest (literals out), so a statement is parsed once per shape.
     memo: RwLock<std::collections::HashMap<String, Arc<Vec<Statementish>>>>,
@@ -178,6 +181,7 @@ impl PgCache {
             size,
             in_transactions: config::querycache::InTransactions::ReadOnly,
             counters: Counters::default(),
+            digests: Default::default(),
             hasher: std::hash::RandomState::new(),
             memo: RwLock::new(std::collections::HashMap::new()),
         }
@@ -227,7 +231,24 @@ impl PgCache {
     /// What the statements of `sql` are: parsed once per shape (its digest), the literals
     /// of this text put back in the equalities.
     pub fn analyze(&self, sql: &str) -> Vec<Statementish> {
-        let Some((text, literals)) = digest::digest(sql) else { return analyze::analyze(sql) };
+        self.analyze_digest(sql).0
+    }
+
+    /// [`PgCache::analyze`], with the statement's digest key (its text with literals out; the
+    /// text itself if it has no digest) after counting one execution of it in the digest
+    /// table (`text` kept for a new row).
+    pub fn analyze_counted(&self, sql: &str) -> (Vec<Statementish>, u64) {
+        let (stmts, text) = self.analyze_digest(sql);
+        let text = text.as_deref().unwrap_or(sql);
+        let key = sql_source::digests::Digests::key(text.as_bytes());
+        let shown = || digest::display(text).into_bytes();
+        self.digests.record_with(key, shown, sql_source::digests::Outcome::Other, 0, 0);
+        (stmts, key)
+    }
+
+    /// The analysis and the digest text (None: the statement has none).
+    fn analyze_digest(&self, sql: &str) -> (Vec<Statementish>, Option<String>) {
+        let Some((text, literals)) = digest::digest(sql) else { return (analyze::analyze(sql), None) };
         let known = self.memo.read().get(&text).cloned();
         let shape = match known {
             Some(s) => s,
@@ -237,11 +258,11 @@ impl PgCache {
                 if m.len() >= MEMO {
                     m.clear();
                 }
-                m.insert(text, s.clone());
+                m.insert(text.clone(), s.clone());
                 s
             }
         };
-        shape
+        let stmts = shape
             .iter()
             .map(|st| match st {
                 Statementish::Read { tables, equals } => Statementish::Read {
@@ -263,7 +284,13 @@ impl PgCache {
                 },
                 other => other.clone(),
             })
-            .collect()
+            .collect();
+        (stmts, Some(text))
+    }
+
+    /// The `n` statements run most often, with how they were answered.
+    pub fn digests(&self, n: usize) -> Vec<sql_source::digests::DigestStats> {
+        self.digests.top(n)
     }
 
     /// What to do with one simple Query's text in this session.

@@ -78,6 +78,9 @@ pub struct CacheState {
     pub held: Held,
     /// The open transaction, as the in-transaction policy needs it.
     pub tx: TxState,
+    /// The digest key of the statement last planned (counted in the digest table; None: a
+    /// batch not analyzed).
+    pub digest: Option<u64>,
 }
 
 /// What `--pg-query-cache-in-transactions` needs to know of the open transaction.
@@ -122,7 +125,8 @@ impl CacheState {
 
     /// What to do with a simple Query of `sql`.
     pub fn query(&mut self, cache: &PgCache, s: &Session, db: &str, sql: &str) -> Plan {
-        let stmts = cache.analyze(sql);
+        let (stmts, digest) = cache.analyze_counted(sql);
+        self.digest = Some(digest);
         self.follow_settings(sql, &stmts);
         self.settings_in_transaction(s, &stmts);
         self.follow_transaction(sql, &stmts);
@@ -182,6 +186,7 @@ impl CacheState {
     /// The held batch at its Sync: the plan of its statement (None: it is not of the
     /// answerable shape, or its statement is unknown).
     pub fn batch_plan(&mut self, cache: &PgCache, s: &Session) -> Option<Plan> {
+        self.digest = None;
         if !self.held.answerable() {
             return None;
         }
@@ -190,7 +195,8 @@ impl CacheState {
             Some((n, t)) if *n == name => t.clone(),
             _ => self.texts.get(&name)?.clone(),
         };
-        let stmts = cache.analyze(&text);
+        let (stmts, digest) = cache.analyze_counted(&text);
+        self.digest = Some(digest);
         if !matches!(stmts.as_slice(), [Statementish::Read { .. }]) {
             return None;
         }

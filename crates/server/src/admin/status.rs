@@ -43,7 +43,8 @@ pub fn report(shared: &Arc<Shared>) -> Map<String, Value> {
 }
 
 /// What `/stats.json` answers: the report, with the MySQL query digest table's top 20
-/// statements under `queries` (when the proxy caches), the containers and `--invalidate`
+/// statements under `queries` (when the proxy caches) and the PostgreSQL one's under
+/// `pg_queries`, the containers and `--invalidate`
 /// rules in detail, the data directory's bytes on disk, and the last two minutes of rates
 /// under `history`.
 pub fn json(shared: &Arc<Shared>, history: &History) -> String {
@@ -58,6 +59,16 @@ pub fn json(shared: &Arc<Shared>, history: &History) -> String {
             })
         });
         out.insert("queries".into(), Value::Array(rows.collect()));
+    }
+    if let Some((cache, _)) = shared.postgres.as_ref().and_then(|p| p.cache.as_ref()) {
+        let rows = cache.digests(20).into_iter().map(|d| {
+            serde_json::json!({
+                "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
+                "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
+                "backend_us": d.backend_us, "bytes": d.bytes,
+            })
+        });
+        out.insert("pg_queries".into(), Value::Array(rows.collect()));
     }
     if let Some(slot) = &shared.sql {
         out.insert("containers".into(), crate::containers::describe::status(slot));

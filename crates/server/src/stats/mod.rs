@@ -93,6 +93,12 @@ pub fn report(sub: &[u8], shared: &Shared, sink: &mut dyn StatSink) -> bool {
                 proxy.write_digests(50, sink);
             }
         }
+        // sqlcached's: the PostgreSQL query digest table, top 50 by executions.
+        b"pg_queries" => {
+            if let Some(proxy) = &shared.postgres {
+                proxy.write_digests(50, sink);
+            }
+        }
         // sqlcached's: the tables whose cached results were invalidated most, top 50.
         b"tables" => {
             if let Some(proxy) = &shared.mysql {

@@ -1,17 +1,24 @@
-//! The query digest table (ProxySQL's `stats_mysql_query_digest`): per normalized
-//! statement (the lexer's digest, literals as `?`), how often it ran, how it was answered
-//! (cache hit, miss filled from the backend, not cached and why, write), the backend time
-//! of misses and the bytes of replies.
+//! The query digest table (ProxySQL's `stats_mysql_query_digest`) of a query cache, whatever
+//! its database: per normalized statement (literals as `?` for MySQL, `$n` for PostgreSQL),
+//! how often it ran, how it was answered (cache hit, miss filled from the backend, not
+//! cached and why, write), the backend time of misses and the bytes of replies.
 //!
 //! Bounded: at most [`MAX_DIGESTS`] statements are tracked; later new ones count in one
-//! `(other statements)` row. Read with [`crate::QueryCache::digests`]; the server shows it
-//! as `stats queries`, on the status page and as metrics.
+//! `(other statements)` row. The MySQL cache (`querycache`) and the PostgreSQL one
+//! (`pg-proxy`) each keep one; the server shows them as `stats queries`, on the status page
+//! and as metrics.
 
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::hash::hash64;
+/// The digest key's hash: fixed-seed, stable within the process.
+fn hash64(b: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(0x9e37_79b9_7f4a_7c15).build_hasher();
+    h.write(b);
+    h.finish()
+}
 
 /// Most distinct statements tracked.
 pub const MAX_DIGESTS: usize = 2000;
@@ -89,8 +96,8 @@ impl Digests {
         hash64(digest)
     }
 
-    /// How a cacheable read counted by [`Digests::record`] was then answered (a hit or a
-    /// miss, its backend time and reply bytes).
+    /// How a statement counted by [`Digests::record`] was then answered (a hit, a miss with
+    /// its backend time, not cached and why, a write), with the reply's bytes.
     pub fn answered(&self, key: u64, outcome: Outcome, backend_us: u64, bytes: u64) {
         let mut shard = self.shards[(key >> 60) as usize % SHARDS].lock();
         let mut other;
@@ -107,7 +114,12 @@ impl Digests {
             Outcome::Hit => row.hits += 1,
             Outcome::Miss => row.misses += 1,
             Outcome::Bypassed => row.bypassed += 1,
-            _ => {}
+            Outcome::NotCached(r) => {
+                row.not_cached += 1;
+                row.reason = r;
+            }
+            Outcome::Write => row.writes += 1,
+            Outcome::Other => {}
         }
     }
 
@@ -126,6 +138,11 @@ impl Digests {
     /// Record one execution of the statement with digest key `key` (`text`: its digest,
     /// used when the row is new).
     pub fn record(&self, key: u64, text: &[u8], outcome: Outcome, backend_us: u64, bytes: u64) {
+        self.record_with(key, || text.to_vec(), outcome, backend_us, bytes)
+    }
+
+    /// [`Digests::record`], the row's text made by `text` only when the row is new.
+    pub fn record_with(&self, key: u64, text: impl FnOnce() -> Vec<u8>, outcome: Outcome, backend_us: u64, bytes: u64) {
         let per = MAX_DIGESTS / SHARDS;
         let mut shard = self.shards[(key >> 60) as usize % SHARDS].lock();
         let full = shard.len() >= per && !shard.contains_key(&key);
@@ -135,6 +152,7 @@ impl Digests {
             &mut *other
         } else {
             shard.entry(key).or_insert_with(|| {
+                let text = text();
                 let cut = text.len().min(MAX_TEXT);
                 let text = pretty(&String::from_utf8_lossy(&text[..cut]));
                 DigestStats { id: key, text, ..DigestStats::default() }
@@ -176,6 +194,24 @@ impl Digests {
         }
         *self.other.lock() = DigestStats { text: "(other statements)".into(), ..DigestStats::default() };
     }
+}
+
+/// Row `i` (from 1) of a digest table as `stats` lines named `<prefix>:<i>:<field>` (what
+/// `stats queries` and `stats pg_queries` print).
+pub fn write_row(prefix: &str, i: usize, d: &DigestStats, sink: &mut dyn engine::stats::StatSink) {
+    use engine::stats::Kind;
+    let f = |field: &str| format!("{prefix}:{i}:{field}");
+    sink.stat(&f("text"), Kind::Info, &d.text.replace(['\r', '\n'], " "));
+    sink.stat(&f("count"), Kind::Counter, &d.count);
+    sink.stat(&f("hits"), Kind::Counter, &d.hits);
+    sink.stat(&f("misses"), Kind::Counter, &d.misses);
+    sink.stat(&f("not_cached"), Kind::Counter, &d.not_cached);
+    sink.stat(&f("not_cached_reason"), Kind::Info, &d.reason);
+    sink.stat(&f("writes"), Kind::Counter, &d.writes);
+    sink.stat(&f("backend_us"), Kind::Counter, &d.backend_us);
+    sink.stat(&f("bytes"), Kind::Counter, &d.bytes);
+    sink.stat(&f("invalidations"), Kind::Counter, &d.invalidations);
+    sink.stat(&f("bypassed"), Kind::Counter, &d.bypassed);
 }
 
 /// A digest as people write SQL: no spaces around `.`, before `,` or inside parentheses.
