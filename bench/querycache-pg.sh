@@ -12,12 +12,11 @@
 # `bench` initialized by `pgbench -i -s SCALE` (pgbench_accounts: 100,000 x SCALE rows) and
 # owned by a role `bench` that logs in by trust on loopback (a member of scripts/postgres.sh's
 # trust_login group: no SCRAM work in anyone's CPU figures), and in front of it, all up at once:
-#   sqlcached : sqlcached --pg-listen (+ PROXY_ARGS: the PostgreSQL query cache's flags when it
-#               exists, e.g. its WAL feed), -t SERVER_THREADS
-#   floor     : a second sqlcached --pg-listen with FLOOR_ARGS: the cache-less front, i.e. what
-#               relaying alone costs. Today the front has no cache, so sqlcached and floor run
-#               the same code; once it has one, FLOOR_ARGS must turn it off (the report warns
-#               if the floor served hits)
+#   sqlcached : sqlcached --pg-listen, -t SERVER_THREADS, + PROXY_ARGS (default: the query cache
+#               on the database `bench`, its own slot and publication)
+#   floor     : a second sqlcached --pg-listen with FLOOR_ARGS (default --pg-query-cache off):
+#               the cache-less front, i.e. what relaying alone costs (the report warns if the
+#               floor served hits)
 #   pgpool    : pgpool-II 4.3 (scripts/pgpool.sh: raw mode, memory_cache_enabled = on,
 #               memqcache_method = shmem, PGPOOL_CACHE_SIZE, memqcache_auto_cache_invalidation
 #               on, PGPOOL_AUTH=trust, num_init_children = the most clients + 8)
@@ -45,7 +44,7 @@
 #           with hits = pg_qcache_hits (or pg_query_cache_hits, pg_cache_hits: the first
 #           present) and misses = its prefix's _misses, else _inserts + _not_cached;
 #           SQ_HITS_STAT / SQ_MISS_STATS (names, the latter summed) override. "-" where the
-#           figures do not exist (today: the front has no cache)
+#           figures do not exist (a front without its cache)
 #   CPU µs/query: user + system CPU over the window / the window's queries, from /proc:
 #           postgres = the postmaster and all its children (backends, autovacuum, walwriter...:
 #           utime + stime + cutime + cstime of every live process of the tree, so backends that
@@ -103,8 +102,11 @@ PIN=${PIN:-split}
 SERVER_CPUS=${SERVER_CPUS:-0}
 LOAD_CPUS=${LOAD_CPUS:-1}
 SERVER_THREADS=${SERVER_THREADS:-2}
-PROXY_ARGS=${PROXY_ARGS:-}
-FLOOR_ARGS=${FLOOR_ARGS:-}
+# The cache follows the benchmark's database (on by default with --pg-listen, but for
+# --pg-database, default postgres: without it every read of `bench` is relayed); the floor is
+# the same front with its cache off.
+PROXY_ARGS=${PROXY_ARGS:---pg-database bench --pg-slot bench_qc --pg-publication bench_qc}
+FLOOR_ARGS=${FLOOR_ARGS:---pg-query-cache off}
 PGPOOL_CACHE_SIZE=${PGPOOL_CACHE_SIZE:-64MB}
 SHARED_BUFFERS=${SHARED_BUFFERS:-128MB}
 SQLCACHED_BIN=${SQLCACHED_BIN:-$ROOT/target/release/sqlcached}
@@ -451,7 +453,7 @@ WRITES_AT_END=$(admin -tA -d bench -c "SELECT n_tup_upd FROM pg_stat_user_tables
     echo "No pinning ($(nproc) CPUs shared; pgbench -j $LOAD_JOBS)."
   fi
   echo "qps and p99 (ms) over the window, medians over reps; ratios: median (min-max) of per-rep ratios."
-  echo "hit %: pgpool from SHOW pool_cache, sqlcached from its stats (\"-\": no such figures: the front has no cache yet)."
+  echo "hit %: pgpool from SHOW pool_cache, sqlcached from its stats (\"-\": no such figures: its cache is off)."
   [[ "$FLOOR_HITS" == 0 ]] || echo "**Warning: the floor served hits: it is not cache-less; set FLOOR_ARGS to turn its cache off.**"
   [[ "$ANY_FAILED" == 0 ]] || echo "**Warning: some runs had failed transactions (see the raw lines).**"
   [[ "$WRITER" == direct ]] && has pgpool &&
