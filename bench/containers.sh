@@ -28,6 +28,8 @@
 # Output: a markdown table on stdout and in bench/results/containers-<ts>.md (raw lines in .log).
 #
 # Environment: KEYS (100000) DURATION (8 s) WARMUP (1 s) CONNS ("8 32 128") VALUE_SIZE (100)
+#   REPS (1: the set, get and pg parts run their points REPS times in turn; with REPS > 1 a second table gives each
+#   ratio's median and min-max over the reps)
 #   SERVER_THREADS (2, sqlcached -t) POOL (8, backend pool_size) WRITERS (4) THREAD_READERS
 #   THREAD_WRITERS (unset: the server's defaults, 2 and 4; per-worker connections for merged reads /
 #   group commit; leave unset for binaries older than them) W_BATCH (1,
@@ -51,6 +53,7 @@ fi
 
 KEYS=${KEYS:-100000}
 DURATION=${DURATION:-8}
+REPS=${REPS:-1}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-"8 32 128"}
 PARTS=${PARTS:-"set get cache sqlite pg"}
@@ -247,29 +250,47 @@ fmt_ops() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 fmt_us() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.0f", x }'; }
 
 ROWS=()
+REP=1
+declare -A RATIOS=()
+RATIO_ORDER=()
 # row OP CONNS LEFT_LINE RIGHT_LINE LEFT_LABEL RIGHT_LABEL GOAL
 row() {
-  local a="$3" b="$4" ao bo
+  local a="$3" b="$4" ao bo id="$1|$2|$7"
   ao=$(kv "$a" ops_s); bo=$(kv "$b" ops_s)
-  ROWS+=("| $1 | $2 | $5 $(fmt_ops "$ao") | $(fmt_us "$(kv "$a" p50_us)") / $(fmt_us "$(kv "$a" p99_us)") | $6 $(fmt_ops "$bo") | $(fmt_us "$(kv "$b" p50_us)") / $(fmt_us "$(kv "$b" p99_us)") | **$(ratio "$ao" "$bo")** | $7 |")
+  [[ -v "RATIOS[$id]" ]] || RATIO_ORDER+=("$id")
+  RATIOS[$id]+="$(ratio "$ao" "$bo") "
+  ROWS+=("| $1$( ((REPS > 1)) && echo " (rep $REP)") | $2 | $5 $(fmt_ops "$ao") | $(fmt_us "$(kv "$a" p50_us)") / $(fmt_us "$(kv "$a" p99_us)") | $6 $(fmt_ops "$bo") | $(fmt_us "$(kv "$b" p50_us)") / $(fmt_us "$(kv "$b" p99_us)") | **$(ratio "$ao" "$bo")** | $7 |")
   local e1 e2 h k
   e1=$(kv "$a" errors); e2=$(kv "$b" errors); h=$(kv "$a" hits); k=$(kv "$a" keys)
   log "$1 conns=$2: $5 $(fmt_ops "$ao") ops/s (errors=${e1:-na} hits=${h:-na}/${k:-na}) vs $6 $(fmt_ops "$bo") (errors=${e2:-na}) -> $(ratio "$ao" "$bo")x"
 }
 
+# summary: each ratio's median and min-max over the reps (one line per op and conns).
+summary() {
+  local id vals
+  for id in "${RATIO_ORDER[@]}"; do
+    vals=$(tr ' ' '\n' <<<"${RATIOS[$id]}" | grep -v '^$' | grep -v na | sort -g | tr '\n' ' ')
+    IFS='|' read -r op conns goal <<<"$id"
+    awk -v op="$op" -v c="$conns" -v goal="$goal" -v vals="$vals" 'BEGIN {
+      n = split(vals, v, " "); if (n == 0) { printf "| %s | %s | na | | %s |\n", op, c, goal; exit }
+      med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      printf "| %s | %s | **%.2f** | %.2f-%.2f | %s |\n", op, c, med, v[1], v[n], goal }'
+  done
+}
+
 START=$(date +%s)
-has_part set && for c in $CONNS; do
-  log "set, $c conns"
+has_part set && for REP in $(seq "$REPS"); do for c in $CONNS; do
+  log "set, $c conns (rep $REP)"
   m=$(loadgen_point set "$c" "@@demo.key:" 1)
   s=$(sysbench_point set "$c" set)
   row set "$c" "$m" "$s" "mc" "sql" ">= 5x (plugin 4.5-9.2x)"
-done
-has_part get && for c in $CONNS; do
-  log "get, $c conns"
+done; done
+has_part get && for REP in $(seq "$REPS"); do for c in $CONNS; do
+  log "get, $c conns (rep $REP)"
   m=$(loadgen_point get "$c" "@@demo.key:" 0)
   s=$(sysbench_point get "$c" get)
   row get "$c" "$m" "$s" "mc" "sql" ">= 3x (plugin 1.5-2.3x)"
-done
+done; done
 
 has_part cache && {
 log "warming the caching container (scan of $KEYS keys) and preloading the memory-only server"
@@ -363,8 +384,9 @@ PID_D=$!
 wait_port "$PORT_D" "$PID_D" "$WORK/sqlcached-d.log"
 log "sqlcached D (PostgreSQL containers) :$PORT_D pid $PID_D"
 declare -A PG_GET=()
+for REP in $(seq "$REPS"); do
 for c in $CONNS; do
-  log "PostgreSQL: set, $c conns"
+  log "PostgreSQL: set, $c conns (rep $REP)"
   m=$(loadgen_point pg-set "$c" "@@demo.key:" 1 "127.0.0.1:$PORT_D" "$PID_D")
   s=$(sysbench_point pg-set "$c" set pg)
   row "set (PostgreSQL)" "$c" "$m" "$s" "mc" "sql" ">= 3x at 128 (issue 40)"
@@ -373,7 +395,7 @@ done
 # the checkpointer do not take the 2 CPUs during the reads
 psql_pg -d bench -c "VACUUM demo_test" -c "CHECKPOINT"
 for c in $CONNS; do
-  log "PostgreSQL: get, $c conns"
+  log "PostgreSQL: get, $c conns (rep $REP)"
   m=$(loadgen_point pg-get "$c" "@@demo.key:" 0 "127.0.0.1:$PORT_D" "$PID_D")
   PG_GET[$c]=$m
   s=$(sysbench_point pg-get "$c" get pg)
@@ -384,9 +406,10 @@ lg 300 scan --addr "127.0.0.1:$PORT_D" --keys "$KEYS" --value-size "$VALUE_SIZE"
   --mget 100 --conns 4 --depth 4 | tee -a "$RAW" >&2
 mc_stats "$PORT_D" | grep -E "^STAT (wal_|containers_)" | tee -a "$RAW" >&2 || true
 for c in $CONNS; do
-  log "PostgreSQL: caching get, $c conns"
+  log "PostgreSQL: caching get, $c conns (rep $REP)"
   m=$(loadgen_point pg-caching "$c" "key:" 0 "127.0.0.1:$PORT_D" "$PID_D")
   row "get caching vs innodb_only (PostgreSQL)" "$c" "$m" "${PG_GET[$c]}" "caching" "innodb_only" ">= 2x (issue 40)"
+done
 done
 }
 
@@ -411,6 +434,14 @@ ELAPSED=$(($(date +%s) - START))
   echo "| op | conns | ops/s (left) | p50 / p99 µs | ops/s (right) | p50 / p99 µs | left/right | goal |"
   echo "|---|---:|---:|---:|---:|---:|---:|---|"
   printf '%s\n' "${ROWS[@]}"
+  if ((REPS > 1)); then
+    echo
+    echo "Ratios over $REPS reps (each rep runs every point once, in turn): median and min-max."
+    echo
+    echo "| op | conns | left/right median | min-max | goal |"
+    echo "|---|---:|---:|---:|---|"
+    summary
+  fi
   echo
   echo "Measured part: ${ELAPSED} s. Raw lines: \`$(basename "$RAW")\`."
 } | tee "$OUT"
