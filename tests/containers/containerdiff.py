@@ -1,5 +1,6 @@
 """Differential sessions on container keys: memcached 1.6.18 against a sqlcached whose plain
-keys go to a SQLite container (`plain_keys = "default_container"`).
+keys go to a container (`plain_keys = "default_container"`) on SQLite, or on a MariaDB or
+PostgreSQL server given as a `Networked` backend (a fresh table per run).
 
 The session machinery is tests/differential/mcdiff.py's (session files, steps, CAS and
 clock normalization, mismatch reports); only the server pair differs: memcached gets the
@@ -44,21 +45,60 @@ SCHEMA = "CREATE TABLE kv (k BLOB PRIMARY KEY, v BLOB, flags INTEGER, cas INTEGE
 POLICIES = ("innodb_only", "caching", "cache_only")
 
 
-def write_config(d: Path, policy: str) -> Path:
-    """A fresh SQLite database with the empty `kv` table and a containers file for it."""
-    db = d / "kv.db"
-    c = sqlite3.connect(db)
-    c.executescript(SCHEMA)
-    c.commit()
-    c.close()
+class Networked:
+    """A MariaDB (harness.mariadb) or PostgreSQL (harness.postgres) server the container's
+    table lives on: the same columns in each database's types (binary key and value, 64-bit
+    flags, cas and expiry), a new table per run."""
+
+    SCHEMAS = {
+        "mariadb": "CREATE TABLE test.{t} (k VARBINARY(250) PRIMARY KEY, v LONGBLOB, flags BIGINT UNSIGNED, "
+                   "cas BIGINT UNSIGNED, exp BIGINT) ENGINE=InnoDB",
+        "postgres": "CREATE TABLE {t} (k bytea PRIMARY KEY, v bytea, flags bigint, cas bigint, exp bigint)",
+    }
+
+    def __init__(self, kind: str, server):
+        self.kind, self.server, self.made = kind, server, 0
+        if kind == "mariadb":
+            server.sql("CREATE DATABASE IF NOT EXISTS test")
+        else:
+            server.sql("CREATE DATABASE cdiff")
+
+    def fresh_table(self) -> str:
+        self.made += 1
+        t = f"kv_{self.made}"
+        sql = self.SCHEMAS[self.kind].format(t=t)
+        if self.kind == "mariadb":
+            self.server.sql(sql)
+        else:
+            self.server.sql(sql, database="cdiff")
+        return t
+
+    def backend_toml(self) -> str:
+        if self.kind == "mariadb":
+            return (f'kind = "mariadb"\nurl = "{self.server.url("test")}?prefer_socket=false"\n'
+                    'plugin_tables = "off"\n')
+        return f'kind = "postgres"\nurl = "{self.server.url("cdiff", sslmode="disable")}"\nplugin_tables = "off"\n'
+
+
+
+def write_config(d: Path, policy: str, networked: Networked | None = None) -> Path:
+    """A fresh table (an SQLite database, or a new table on `networked`) and a containers
+    file for it."""
+    if networked is None:
+        db = d / "kv.db"
+        c = sqlite3.connect(db)
+        c.executescript(SCHEMA)
+        c.commit()
+        c.close()
+        table = "kv"
+        backend = f'kind = "sqlite"\npath = "{db}"\nplugin_tables = "off"\nsynchronous = "normal"\n'
+    else:
+        table = networked.fresh_table()
+        backend = networked.backend_toml()
     cfg = d / "containers.toml"
     cfg.write_text(f"""
 [backend]
-kind = "sqlite"
-path = "{db}"
-plugin_tables = "off"
-synchronous = "normal"
-
+{backend}
 [options]
 w_batch_size = 1
 plain_keys = "default_container"
@@ -66,7 +106,7 @@ default_container = "kv"
 
 [[container]]
 name = "kv"
-table = "kv"
+table = "{table}"
 key_column = "k"
 value_columns = "v"
 flags_column = "flags"
@@ -78,11 +118,11 @@ policy = "{policy}"
     return cfg
 
 
-def start_pair(flags, policy: str, workdir: Path):
+def start_pair(flags, policy: str, workdir: Path, networked: Networked | None = None):
     """memcached with `flags`, sqlcached with `flags` + `--containers` (a fresh table),
     started in parallel; returns both, ready."""
     d = Path(tempfile.mkdtemp(prefix="cdiff-", dir=workdir))
-    cfg = write_config(d, policy)
+    cfg = write_config(d, policy, networked)
     try:
         mc, sq = start_servers(*flags, extra=("--containers", str(cfg)))
     except Exception:
@@ -102,14 +142,14 @@ def stop_pair(servers):
 
 
 def run_differential(session: mcdiff.Session, policy: str, workdir=None,
-                     attempts: int = mcdiff.ATTEMPTS):
+                     attempts: int = mcdiff.ATTEMPTS, networked: Networked | None = None):
     """mcdiff.run_differential on a memcached / container-sqlcached pair: fresh processes
     (and a fresh table) per run, until one run matches, at most `attempts` runs.
     Returns (results of the last run, runs made, results of the first run)."""
     workdir = Path(workdir or tempfile.gettempdir())
     first = results = None
     for run in range(1, attempts + 1):
-        servers = start_pair(session.flags, policy, workdir)
+        servers = start_pair(session.flags, policy, workdir, networked)
         try:
             results = mcdiff.run_session(session, servers)
         finally:

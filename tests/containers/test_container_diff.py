@@ -11,6 +11,11 @@ tests/differential/mcdiff.py's; containerdiff.py only starts the other pair.
 Policies: `innodb_only` (every operation is SQL), `caching` (a memory copy in front of the
 table) and `cache_only` (the container's private memory engine).
 
+Backends (issue 40 item 5: one behaviour suite, not a copy per backend): every session file
+under every policy runs again with the container's table on MariaDB 10.11 and on
+PostgreSQL 15 (containerdiff.Networked: binary key and value columns, a fresh table per
+run, the caching containers following the binlog / the WAL), with the same expectations.
+
 What runs:
   * sessions/*.txt here (text, meta, binary, -I 512k, -C) under every policy;
   * tests/differential/sessions/{text_storage,text_retrieval}.txt unchanged (they need
@@ -96,13 +101,13 @@ def _require_binary():
                     f"`cargo build --release -p sqlcached` or set SQLCACHED_BIN)")
 
 
-def _check(session, policy, tmp_path, known: bool, header=""):
+def _check(session, policy, tmp_path, known: bool, header="", networked=None):
     """Run the session; fail naming the first differing step (and listing the others).
     A known-bug session runs once (containers are deterministic; reruns only absorb
     memcached's own races, which would never make a buggy session match)."""
     _require_binary()
     results, runs, _ = containerdiff.run_differential(
-        session, policy, tmp_path, attempts=1 if known else mcdiff.ATTEMPTS)
+        session, policy, tmp_path, attempts=1 if known else mcdiff.ATTEMPTS, networked=networked)
     bad = [r for r in results if not r.ok]
     if bad:
         msg = [f"{header}policy {policy}: {len(bad)} of {len(results)} steps differ in each "
@@ -117,6 +122,31 @@ def _check(session, policy, tmp_path, known: bool, header=""):
 @pytest.mark.parametrize("policy,session", list(_cases()))
 def test_session(policy, session, tmp_path):
     _check(session, policy, tmp_path, policy in XFAIL.get(session.id, (None, ()))[1])
+
+
+@pytest.fixture(scope="module")
+def mariadb_backend():
+    from harness.mariadb import start_mariadb
+
+    with start_mariadb() as db:
+        yield containerdiff.Networked("mariadb", db)
+
+
+@pytest.fixture(scope="module")
+def postgres_backend():
+    from harness.postgres import start_postgres
+
+    with start_postgres() as pg:
+        yield containerdiff.Networked("postgres", pg)
+
+
+@pytest.mark.parametrize("backend", ["mariadb", "postgres"])
+@pytest.mark.parametrize("policy,session", list(_cases()))
+def test_session_on_a_server(backend, policy, session, tmp_path, request):
+    """The same sessions, the same expectations, with the container's table on MariaDB or
+    PostgreSQL (issue 40 item 5: one behaviour suite over every backend)."""
+    networked = request.getfixturevalue(f"{backend}_backend")
+    _check(session, policy, tmp_path, policy in XFAIL.get(session.id, (None, ()))[1], networked=networked)
 
 
 @pytest.mark.parametrize("session", SHARED, ids=[s.id for s in SHARED])
