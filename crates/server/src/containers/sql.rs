@@ -120,13 +120,15 @@ pub fn load(path: &str, budget: &Budget, timing: bool, feeds: &Feeds) -> Result<
         })
         .collect();
     let counters: Vec<Arc<ContainerStats>> = list.iter().map(|_| Arc::default()).collect();
-    // `caching` gets on MariaDB/MySQL follow the binlog, and their writes are written through.
+    // `caching` gets follow the backend's log (MariaDB/MySQL's binlog, PostgreSQL's WAL), and
+    // their writes are written through when the log shows their rows.
     let login = cfg.backend.mysql_login();
+    let wal = cfg.backend.kind == sql_containers::BackendKind::Postgres && cfg.backend.url.is_some();
     let copies: Vec<Option<Arc<Copy>>> = list
         .iter()
         .zip(&caches)
         .map(|(c, e): (&Container, &Option<Arc<Engine>>)| {
-            let watched = login.is_some() && c.policy().get == CachePolicy::Caching;
+            let watched = (login.is_some() || wal) && c.policy().get == CachePolicy::Caching;
             Some(Arc::new(Copy::new(e.clone()?, watched.then(|| Arc::new(Expect::default())))))
         })
         .collect();

@@ -1,4 +1,5 @@
-//! Write-through for `caching` containers whose table's binlog is followed: a successful
+//! Write-through for `caching` containers whose table's log is followed (MariaDB/MySQL's
+//! binlog, PostgreSQL's WAL: "binlog" below stands for either): a successful
 //! set/add/replace/cas through sqlcached leaves the new row in the memory copy, so a read
 //! after its own write is a hit (the InnoDB memcached plugin's `caching` policy writes both;
 //! dropping the copy made every read after a write a miss: seed 001's game, where each
