@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use socket2::{Domain, Socket, Type};
 
-use crate::shared::Shared;
+use crate::shared::{Peer, Shared};
 use crate::workers::{Incoming, Workers};
 
 /// The addresses to listen on for TCP or UDP: each `-l` entry (`host`, `host:port`,
@@ -96,7 +96,7 @@ const TOO_MANY: &[u8] = b"ERROR Too many open connections\r\n";
 
 /// Accept TCP connections forever on this thread; `tls`: they start with a TLS handshake.
 pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<Workers>) {
-    let local = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default();
+    let local: Arc<str> = l.local_addr().map(|a| format!("tcp:{a}")).unwrap_or_default().into();
     shared.listeners.lock().push(std::os::fd::AsRawFd::as_raw_fd(&l));
     loop {
         match l.accept() {
@@ -109,7 +109,7 @@ pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<W
                     continue;
                 }
                 let sock = if tls { Incoming::Tls(s) } else { Incoming::Tcp(s) };
-                workers.dispatch(&shared, sock, format!("tcp:{peer}"), local.clone());
+                workers.dispatch(&shared, sock, Peer::Tcp(peer), local.clone());
             }
             Err(e) => {
                 log::debug!("accept(): {e}");
@@ -122,6 +122,7 @@ pub fn accept_tcp(l: TcpListener, tls: bool, shared: Arc<Shared>, workers: Arc<W
 /// Accept Unix-socket connections forever on this thread.
 pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: Arc<Workers>) {
     shared.listeners.lock().push(std::os::fd::AsRawFd::as_raw_fd(&l));
+    let name: Arc<str> = format!("unix:{path}").into();
     loop {
         match l.accept() {
             Ok((mut s, _)) => {
@@ -132,7 +133,7 @@ pub fn accept_unix(l: UnixListener, path: String, shared: Arc<Shared>, workers: 
                     let _ = s.write_all(TOO_MANY);
                     continue;
                 }
-                workers.dispatch(&shared, Incoming::Unix(s), format!("unix:{path}"), format!("unix:{path}"));
+                workers.dispatch(&shared, Incoming::Unix(s), Peer::Named(name.clone()), name.clone());
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
         }

@@ -29,14 +29,34 @@ pub struct WorkerStats {
 /// What `stats conns` shows about one connection.
 pub struct ConnInfo {
     /// Peer address, as memcached prints it (`tcp:1.2.3.4:5`, `unix:/path`, `udp:...`).
-    pub addr: String,
-    /// Local address.
-    pub listen_addr: String,
+    pub addr: Peer,
+    /// Local address (one text shared by the listener's connections).
+    pub listen_addr: Arc<str>,
     /// Relative time of the last command.
     pub last_cmd: AtomicU32,
     /// The socket's descriptor while it is open, -1 after (changed under the `conns`
     /// lock, so a stop never shuts down a descriptor that was closed and reused).
     pub fd: std::sync::atomic::AtomicI32,
+}
+
+/// A connection's peer as `stats conns` prints it: a TCP address, formatted only when asked
+/// (an idle connection does not carry its text: issue 44, memory per connection), or a name
+/// shared by a listener's connections (`unix:/path`, `udp:...`).
+#[derive(Clone, Debug)]
+pub enum Peer {
+    /// `tcp:<address>`.
+    Tcp(std::net::SocketAddr),
+    /// Printed as it is.
+    Named(Arc<str>),
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Tcp(a) => write!(f, "tcp:{a}"),
+            Peer::Named(n) => f.write_str(n),
+        }
+    }
 }
 
 /// The server's shared state.

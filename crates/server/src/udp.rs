@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use crate::session::{self, Session, Step};
-use crate::shared::{ConnInfo, Shared, WorkerStats};
+use crate::shared::{ConnInfo, Peer, Shared, WorkerStats};
 
 /// memcached's `UDP_MAX_PAYLOAD_SIZE`.
 const MAX_DATAGRAM: usize = 1400;
@@ -15,9 +15,9 @@ const FRAME_HEADER: usize = 8;
 
 /// Answer datagrams on `sock` forever.
 pub fn serve(sock: UdpSocket, shared: Arc<Shared>, worker: Arc<WorkerStats>) {
-    let local = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default();
+    let local: Arc<str> = sock.local_addr().map(|a| format!("udp:{a}")).unwrap_or_default().into();
     let info = Arc::new(ConnInfo {
-        addr: local.clone(),
+        addr: Peer::Named(local.clone()),
         listen_addr: local,
         last_cmd: AtomicU32::new(0),
         fd: std::sync::atomic::AtomicI32::new(-1),

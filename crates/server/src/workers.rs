@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::conn;
-use crate::shared::{ConnInfo, Shared, WorkerStats};
+use crate::shared::{ConnInfo, Peer, Shared, WorkerStats};
 use crate::uring::{self, Bell, NewConn};
 
 /// An accepted client socket on its way to a worker.
@@ -89,7 +89,7 @@ impl Workers {
     }
 
     /// Hand a new connection to the next worker, round robin.
-    pub fn dispatch(&self, shared: &Shared, sock: Incoming, addr: String, listen_addr: String) {
+    pub fn dispatch(&self, shared: &Shared, sock: Incoming, addr: Peer, listen_addr: Arc<str>) {
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
         use std::os::fd::AsRawFd;
         let fd = match &sock {
