@@ -187,7 +187,7 @@ def test_sqlalchemy_orm_reads_hit_and_stay_fresh(cached, direct_dsn):
         tx_engine.dispose()
 
 
-def test_a_suspended_reply_is_not_answered_inside_a_transaction(cached, fcdb, direct_dsn):
+def test_a_suspended_reply_is_not_answered_inside_a_transaction(cached, fcdb, direct_dsn, tmp_path):
     """Under until-write, reads in transactions are answered from memory, but not one whose
     stored reply is a suspended portal (fetchval's): in a transaction block PostgreSQL keeps
     that portal open, and a later Execute of it must find it there. (`cached`: the table.)"""
@@ -220,8 +220,12 @@ def test_a_suspended_reply_is_not_answered_inside_a_transaction(cached, fcdb, di
         finally:
             await conn.close()
 
+    log = tmp_path / "log"
     with start_pgproxy(fcdb, "--pg-database", "fc", "--pg-slot", "drv_uw", "--pg-publication", "drv_uw",
-                       "--pg-query-cache-in-transactions", "until-write") as px:
+                       "--pg-query-cache-in-transactions", "until-write", log=str(log)) as px:
         in_tx_hits, suspended_hits = asyncio.run(run(px))
+    # Without --pg-ddl-trigger, the start says how late direct DDL and privilege changes are seen.
+    assert "GRANT/REVOKE and policy changes made on the server directly are seen by the catalog reader within 250 ms" \
+        in log.read_text(), log.read_text()
     assert in_tx_hits == 1, "until-write answers a complete reply inside the transaction"
     assert suspended_hits == 0, "a suspended portal's reply was answered inside a transaction"

@@ -60,6 +60,13 @@ pub fn start(cfg: &PostgresConfig, feeds: &Feeds) -> Result<Option<(Arc<PgCache>
             "postgres proxy: query cache offline until {backend} answers ({why}): every statement goes to the server"
         ),
     }
+    if !cfg.ddl_trigger {
+        log::info!(
+            "postgres proxy: DDL, GRANT/REVOKE and policy changes made on the server directly are seen by the catalog \
+             reader within {} ms (--pg-ddl-trigger: event triggers put them in the WAL, seen at once; needs a superuser)",
+            CATALOG_EVERY.as_millis()
+        );
+    }
     let mut cache = PgCache::new(cfg.cache_size, cfg.cache_limit);
     cache.in_transactions = cfg.cache_in_transactions;
     let cache = Arc::new(cache);
