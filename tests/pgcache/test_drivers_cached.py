@@ -52,6 +52,12 @@ def until_hit(px, read):
     raise AssertionError(f"never answered by the cache: {px.stats()}")
 
 
+async def connect(px):
+    """An asyncpg connection to the database `fc` through the front `px`, in clear."""
+    pg = px.backend
+    return await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{px.pg_port}/fc", ssl=False)
+
+
 def direct(direct_dsn, sql, *params):
     with psycopg.connect(direct_dsn, autocommit=True) as c:
         c.execute(sql, params)
@@ -59,9 +65,7 @@ def direct(direct_dsn, sql, *params):
 
 def test_asyncpg_prepared_reads_hit_and_stay_fresh(cached, direct_dsn):
     async def run():
-        pg = cached.backend
-        conn = await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{cached.pg_port}/fc",
-                                     ssl=False)
+        conn = await connect(cached)
         try:
             stmt = await conn.prepare("SELECT name, price FROM drv.items WHERE id = $1")
             [first] = await stmt.fetch(7)
@@ -96,9 +100,7 @@ def test_asyncpg_prepared_reads_hit_and_stay_fresh(cached, direct_dsn):
 
 def test_asyncpg_fetchrow_and_fetchval_hit_outside_transactions(cached, direct_dsn):
     async def run():
-        pg = cached.backend
-        conn = await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{cached.pg_port}/fc",
-                                     ssl=False)
+        conn = await connect(cached)
         try:
             sql = "SELECT name FROM drv.items WHERE id = $1"
             assert await conn.fetchval(sql, 21) == "item 21"
@@ -194,8 +196,7 @@ def test_a_suspended_reply_is_not_answered_inside_a_transaction(cached, fcdb, di
     from harness.pgproxy import start_pgproxy
 
     async def run(px):
-        pg = px.backend
-        conn = await asyncpg.connect(f"postgresql://{pg.user}:{pg.password}@127.0.0.1:{px.pg_port}/fc", ssl=False)
+        conn = await connect(px)
         try:
             sql = "SELECT name FROM drv.items WHERE id = $1"
             plain = "SELECT name FROM drv.items WHERE id = 33"

@@ -75,6 +75,25 @@ pub struct DigestStats {
     pub bypassed: u64,
 }
 
+impl DigestStats {
+    /// Counts how one execution was answered, its backend time and reply bytes.
+    fn tally(&mut self, outcome: Outcome, backend_us: u64, bytes: u64) {
+        self.backend_us += backend_us;
+        self.bytes += bytes;
+        match outcome {
+            Outcome::Hit => self.hits += 1,
+            Outcome::Miss => self.misses += 1,
+            Outcome::Bypassed => self.bypassed += 1,
+            Outcome::NotCached(r) => {
+                self.not_cached += 1;
+                self.reason = r;
+            }
+            Outcome::Write => self.writes += 1,
+            Outcome::Other => {}
+        }
+    }
+}
+
 /// The table (see the module doc).
 pub struct Digests {
     shards: Box<[Mutex<HashMap<u64, DigestStats>>]>,
@@ -108,19 +127,7 @@ impl Digests {
                 &mut *other
             }
         };
-        row.backend_us += backend_us;
-        row.bytes += bytes;
-        match outcome {
-            Outcome::Hit => row.hits += 1,
-            Outcome::Miss => row.misses += 1,
-            Outcome::Bypassed => row.bypassed += 1,
-            Outcome::NotCached(r) => {
-                row.not_cached += 1;
-                row.reason = r;
-            }
-            Outcome::Write => row.writes += 1,
-            Outcome::Other => {}
-        }
+        row.tally(outcome, backend_us, bytes);
     }
 
     /// A cached result of the statement with key `key` was invalidated.
@@ -159,19 +166,7 @@ impl Digests {
             })
         };
         row.count += 1;
-        row.backend_us += backend_us;
-        row.bytes += bytes;
-        match outcome {
-            Outcome::Hit => row.hits += 1,
-            Outcome::Miss => row.misses += 1,
-            Outcome::NotCached(r) => {
-                row.not_cached += 1;
-                row.reason = r;
-            }
-            Outcome::Write => row.writes += 1,
-            Outcome::Bypassed => row.bypassed += 1,
-            Outcome::Other => {}
-        }
+        row.tally(outcome, backend_us, bytes);
     }
 
     /// The `n` rows with the most executions (the overflow row included if it has any).
