@@ -51,23 +51,16 @@ pub fn json(shared: &Arc<Shared>, history: &History) -> String {
     let mut out = report(shared);
     if let Some(cache) = shared.mysql.as_ref().and_then(|p| p.cache.as_ref()) {
         let rows = cache.digests(20).into_iter().map(|d| {
-            serde_json::json!({
-                "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
-                "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
-                "backend_us": d.backend_us, "bytes": d.bytes, "invalidations": d.invalidations,
-                "bypassed": d.bypassed, "bypassed_now": cache.bypassed(d.id),
-            })
+            let mut row = digest_row(&d);
+            row.insert("invalidations".into(), d.invalidations.into());
+            row.insert("bypassed".into(), d.bypassed.into());
+            row.insert("bypassed_now".into(), cache.bypassed(d.id).into());
+            Value::Object(row)
         });
         out.insert("queries".into(), Value::Array(rows.collect()));
     }
     if let Some((cache, _)) = shared.postgres.as_ref().and_then(|p| p.cache.as_ref()) {
-        let rows = cache.digests(20).into_iter().map(|d| {
-            serde_json::json!({
-                "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
-                "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
-                "backend_us": d.backend_us, "bytes": d.bytes,
-            })
-        });
+        let rows = cache.digests(20).into_iter().map(|d| Value::Object(digest_row(&d)));
         out.insert("pg_queries".into(), Value::Array(rows.collect()));
     }
     if let Some(slot) = &shared.sql {
@@ -81,6 +74,19 @@ pub fn json(shared: &Arc<Shared>, history: &History) -> String {
     }
     out.insert("history".into(), history.json());
     Value::Object(out).to_string()
+}
+
+/// One row of a query cache's digest table, as both caches show it.
+fn digest_row(d: &sql_source::digests::DigestStats) -> Map<String, Value> {
+    let v = serde_json::json!({
+        "text": d.text, "count": d.count, "hits": d.hits, "misses": d.misses,
+        "not_cached": d.not_cached, "reason": d.reason, "writes": d.writes,
+        "backend_us": d.backend_us, "bytes": d.bytes,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 /// Bytes the files under `dir` take on disk: their allocated blocks, not their apparent

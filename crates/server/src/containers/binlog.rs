@@ -98,8 +98,7 @@ pub fn apply(watched: &[Watched], change: &Change, first: bool) {
 fn rows_changed(w: &Watched, schema: &TableSchema, key: usize, rows: &[Vec<Value>], kind: &RowsKind, first: bool) {
     let key_of = |img: &Vec<Value>| img.get(key).and_then(value_bytes);
     let drop = |k: &[u8]| {
-        w.copy.changed(k);
-        w.copy.engine.access(k, engine::Receipt::none()).remove();
+        w.copy.drop_changed(k);
         if first {
             w.stats.invalidated(1);
         }

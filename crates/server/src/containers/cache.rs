@@ -67,9 +67,13 @@ pub struct Copy {
     gens: Box<[AtomicU64]>,
 }
 
-/// What a read saw of the changes to its key before it went to the table ([`Copy::stamp`]).
+/// What a read saw of the changes to its key before it went to the table ([`Copy::stamp`]):
+/// the key's bucket, and the whole copy's and that bucket's generations.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Stamp(u64, u64);
+pub struct Stamp {
+    bucket: usize,
+    gens: (u64, u64),
+}
 
 impl Copy {
     /// The copy in `engine`, written through when `expect` is given.
@@ -94,12 +98,23 @@ impl Copy {
 
     /// The changes to `key` seen so far: taken before reading the table for a fill.
     pub fn stamp(&self, key: &[u8]) -> Stamp {
-        Stamp(self.gens[GEN_BUCKETS].load(Ordering::SeqCst), self.gens[Self::bucket(key)].load(Ordering::SeqCst))
+        self.stamp_of(Self::bucket(key))
+    }
+
+    fn stamp_of(&self, bucket: usize) -> Stamp {
+        let gens = (self.gens[GEN_BUCKETS].load(Ordering::SeqCst), self.gens[bucket].load(Ordering::SeqCst));
+        Stamp { bucket, gens }
     }
 
     /// `key`'s row changed (or may have): called before its copy is dropped or replaced.
     pub fn changed(&self, key: &[u8]) {
         self.gens[Self::bucket(key)].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// `key`'s row changed (or may have): its copy goes, and the fills in flight with it.
+    pub fn drop_changed(&self, key: &[u8]) {
+        self.changed(key);
+        self.engine.access(key, engine::Receipt::none()).remove();
     }
 
     /// Every row may have changed: called before the whole copy is dropped.
@@ -111,11 +126,11 @@ impl Copy {
     /// checked after the fill too, so a change that came between the check and the fill
     /// takes the fill away (the change's own drop may have run first).
     pub(crate) fn fill_read(&self, c: &Container, key: &[u8], row: &Row, stamp: Stamp) -> bool {
-        if self.stamp(key) != stamp {
+        if self.stamp_of(stamp.bucket) != stamp {
             return false;
         }
         fill(c, &self.engine, key, row, false);
-        if self.stamp(key) != stamp {
+        if self.stamp_of(stamp.bucket) != stamp {
             self.engine.access(key, engine::Receipt::none()).remove();
             return false;
         }
@@ -267,8 +282,7 @@ pub(crate) async fn caching_op(
             let r = c.execute(op).await.map_err(Fail::from);
             // Dropped whatever the outcome: a failed write may still have happened.
             for k in &keys {
-                copy.changed(k);
-                e.access(k, engine::Receipt::none()).remove();
+                copy.drop_changed(k);
             }
             r
         }
@@ -284,8 +298,7 @@ async fn written_through(c: &Container, copy: &Copy, op: Request) -> Result<Repl
         unreachable!("a store");
     };
     let key = key.clone();
-    copy.changed(&key);
-    e.access(&key, engine::Receipt::none()).remove();
+    copy.drop_changed(&key);
     let exptime = if c.has_expire() { absolute_unix_exptime(*exptime, e.clock().unix_now()).max(0) } else { 0 };
     let flags = if c.has_flags() { *flags } else { 0 };
     let expected = expect.is_some_and(|x| x.register(&key, value, flags, exptime));
@@ -296,13 +309,11 @@ async fn written_through(c: &Container, copy: &Copy, op: Request) -> Result<Repl
             if let Some(x) = expect {
                 x.forget(&key);
             }
-            copy.changed(&key);
-            e.access(&key, engine::Receipt::none()).remove();
+            copy.drop_changed(&key);
         }
         // The outcome is unknown: the row may have been written (then its event fills).
         Err(_) => {
-            copy.changed(&key);
-            e.access(&key, engine::Receipt::none()).remove();
+            copy.drop_changed(&key);
         }
     }
     r
